@@ -1,0 +1,1 @@
+"""Analysis: lambda decomposition, cosine matrices, robust-accuracy tables and radii."""

@@ -1,0 +1,80 @@
+"""Lambda decomposition of the feature-averaging paper's Lemma, and cosine matrices.
+
+GD keeps every first-layer neuron in  w(t) = w(0) + sum_j lambda_j(t) mu_j + sum_i s_i(t) xi_i.
+We recover (lambda, s) by least squares on the columns [mu_1..mu_k, xi_1..xi_n] and
+report the residual ||delta_w - B c|| / ||delta_w|| (tiny: GD never leaves that span).
+
+Identifiability: when k + n <= d the columns are (generically) independent and the
+coefficients are unique. When k + n > d (the CPU default d = n = 1000) the columns
+are dependent; GD's iterates are then decomposed on the training inputs x_i = mu_{j_i}
++ xi_i themselves (n <= d columns), w(t) - w(0) = sum_i alpha_i x_i, which gives
+lambda_j = sum_{i in cluster j} alpha_i and s_i = alpha_i - the form GD produces. The
+residual is then trivially 0 when n = d; the report says which basis was used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Decomposition:
+    lam: torch.Tensor  # (N, k) feature coefficients per neuron
+    s: torch.Tensor  # (N, n) noise coefficients per neuron
+    residual: torch.Tensor  # (N,) relative residual ||dw - B c|| / ||dw||
+    basis: str  # "features+noise" or "inputs"
+
+
+def lambda_decomposition(delta_w: torch.Tensor, means: torch.Tensor, noise: torch.Tensor,
+                         fine: torch.Tensor, basis: str = "auto") -> Decomposition:
+    """Decompose neuron displacements ``delta_w`` (N, d) = w(t) - w(0).
+
+    ``means`` (k, d), ``noise`` (n, d) are the training noises xi_i of the points whose
+    cluster index is ``fine`` (n,). ``basis``: "features+noise", "inputs" or "auto"
+    (the former when k + n <= d). Solved in float64.
+    """
+    k, d = means.shape
+    n = noise.shape[0]
+    if basis == "auto":
+        basis = "features+noise" if k + n <= d else "inputs"
+    dw = delta_w.to(torch.float64)
+    if basis == "features+noise":
+        if k + n > d:
+            raise ValueError(f"basis 'features+noise' needs k + n <= d, got k={k}, n={n}, d={d}")
+        cols = torch.cat([means, noise]).to(torch.float64)  # (k + n, d)
+        coef = torch.linalg.lstsq(cols.T, dw.T).solution.T  # (N, k + n)
+        lam, s = coef[:, :k], coef[:, k:]
+    elif basis == "inputs":
+        if n > d:
+            raise ValueError(f"basis 'inputs' needs n <= d, got n={n}, d={d}")
+        cols = (means[fine] + noise).to(torch.float64)  # (n, d) the training inputs
+        alpha = torch.linalg.lstsq(cols.T, dw.T).solution.T  # (N, n)
+        onehot = torch.nn.functional.one_hot(fine, k).to(torch.float64)  # (n, k)
+        lam, s = alpha @ onehot, alpha
+    else:
+        raise ValueError(f"basis must be 'auto', 'features+noise' or 'inputs', got {basis!r}")
+    recon = lam @ means.to(torch.float64) + s @ noise.to(torch.float64)  # (N, d)
+    residual = (dw - recon).norm(dim=1) / dw.norm(dim=1).clamp_min(1e-300)
+    return Decomposition(lam.float(), s.float(), residual.float(), basis)
+
+
+def feature_averaging_index(lam: torch.Tensor, same_class: torch.Tensor) -> torch.Tensor:
+    """(N,) second-largest / largest lambda over each neuron's same-class features.
+
+    ``same_class`` (N, k) bool marks, per neuron, the features of the class the neuron
+    votes for. ~1: the neuron averages its class's features; ~0: decoupled onto one.
+    Non-positive largest coefficients give NaN (the neuron has learned no feature).
+    """
+    masked = torch.where(same_class, lam, torch.full_like(lam, -float("inf")))
+    top2 = torch.topk(masked, 2, dim=1).values  # (N, 2)
+    ratio = top2[:, 1].clamp(min=0) / top2[:, 0]
+    return torch.where(top2[:, 0] > 0, ratio, torch.full_like(ratio, float("nan")))
+
+
+def cosine_matrix(weights: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+    """(N, k) cos(w_r, mu_j) for neurons ``weights`` (N, d) and ``features`` (k, d)."""
+    w = weights / weights.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    f = features / features.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    return w @ f.T

@@ -1,0 +1,1 @@
+"""Adversarial attacks: PGD (l2 / l_inf) with restarts, the universal cluster direction."""

@@ -1,0 +1,1 @@
+"""Dataset generators and loaders (each deterministic given its seed)."""

@@ -1,0 +1,126 @@
+"""Synthetic cluster data of the feature-averaging paper (Li, Pan, Lyu, Li, ICLR 2025).
+
+k mutually orthogonal cluster means mu_j with ||mu_j|| = mean_norm (default sqrt(d));
+x = mu_j + xi with xi ~ N(0, sigma^2 I_d), cluster j uniform; the binary label is +1
+for j in J+ (the first k/2 clusters unless ``positive`` says otherwise) and -1 else.
+The fine label j, the binary label y and the noise xi are kept with every point: the
+lambda decomposition needs xi for the training points.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ibrobust.seeding import torch_generator
+
+
+@dataclass(frozen=True)
+class ClusterDataConfig:
+    d: int = 1000
+    k: int = 10
+    n_train: int = 1000
+    n_test: int = 2000
+    sigma: float = 1.0
+    basis: str = "random"  # "random" orthonormal basis or "standard" basis vectors
+    mean_norm: float | None = None  # None -> sqrt(d), the paper's choice
+    positive: tuple[int, ...] | None = None  # J+; None -> first k/2 clusters
+
+    def __post_init__(self) -> None:
+        if self.d < 1:
+            raise ValueError(f"d must be >= 1, got {self.d}")
+        if self.k < 2 or self.k > self.d:
+            raise ValueError(f"k must satisfy 2 <= k <= d={self.d}, got {self.k}")
+        if self.basis not in ("random", "standard"):
+            raise ValueError(f"basis must be 'random' or 'standard', got {self.basis!r}")
+        if self.sigma < 0:
+            raise ValueError(f"sigma must be >= 0, got {self.sigma}")
+        if self.n_train < 1 or self.n_test < 1:
+            raise ValueError(f"n_train and n_test must be >= 1, got {self.n_train}, {self.n_test}")
+        pos = self.positive_clusters
+        if len(pos) * 2 != self.k or len(set(pos)) != len(pos) or not all(0 <= j < self.k for j in pos):
+            raise ValueError(
+                f"positive must list k/2={self.k // 2} distinct clusters in [0, {self.k}), got {pos}"
+            )
+
+    @property
+    def positive_clusters(self) -> tuple[int, ...]:
+        if self.positive is None:
+            if self.k % 2:
+                raise ValueError(f"k must be even for a balanced split, got {self.k}")
+            return tuple(range(self.k // 2))
+        return tuple(int(j) for j in self.positive)
+
+    @property
+    def norm(self) -> float:
+        return math.sqrt(self.d) if self.mean_norm is None else float(self.mean_norm)
+
+
+@dataclass
+class ClusterSplit:
+    x: torch.Tensor  # (n, d) inputs
+    fine: torch.Tensor  # (n,) cluster index j in [0, k)
+    y: torch.Tensor  # (n,) binary label in {-1, +1} (float)
+    noise: torch.Tensor  # (n, d) xi, with x = mu[fine] + xi
+
+
+@dataclass
+class ClusterData:
+    config: ClusterDataConfig
+    means: torch.Tensor  # (k, d) mu_j, mutually orthogonal with norm config.norm
+    sign: torch.Tensor  # (k,) +1 for j in J+, -1 for j in J-
+    train: ClusterSplit
+    test: ClusterSplit = field(repr=False)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Flat arrays for an ``.npz`` file (see :func:`from_arrays`)."""
+        out = {"means": self.means, "sign": self.sign}
+        for name, split in (("train", self.train), ("test", self.test)):
+            for key in ("x", "fine", "y", "noise"):
+                out[f"{name}_{key}"] = getattr(split, key)
+        return {k: v.numpy() for k, v in out.items()}
+
+
+def cluster_means(cfg: ClusterDataConfig, gen: torch.Generator) -> torch.Tensor:
+    """(k, d) orthogonal means of norm ``cfg.norm``."""
+    if cfg.basis == "standard":
+        basis = torch.eye(cfg.d, dtype=torch.float64)[: cfg.k]
+    else:
+        g = torch.randn(cfg.d, cfg.k, generator=gen, dtype=torch.float64)
+        q, r = torch.linalg.qr(g)  # (d, k) orthonormal columns
+        q = q * torch.sign(torch.diagonal(r))  # unique QR: Haar-distributed basis
+        basis = q.T
+    return (basis * cfg.norm).to(torch.float32)
+
+
+def _sample(cfg: ClusterDataConfig, means: torch.Tensor, sign: torch.Tensor, n: int,
+            gen: torch.Generator) -> ClusterSplit:
+    fine = torch.randint(cfg.k, (n,), generator=gen)
+    noise = cfg.sigma * torch.randn(n, cfg.d, generator=gen)
+    x = means[fine] + noise
+    return ClusterSplit(x=x, fine=fine, y=sign[fine].clone(), noise=noise)
+
+
+def make_cluster_data(cfg: ClusterDataConfig, seed: int) -> ClusterData:
+    """Draw means, train and test split for ``seed`` (independent generator streams)."""
+    means = cluster_means(cfg, torch_generator(seed, "clusters", "means"))
+    sign = -torch.ones(cfg.k)
+    sign[list(cfg.positive_clusters)] = 1.0
+    train = _sample(cfg, means, sign, cfg.n_train, torch_generator(seed, "clusters", "train"))
+    test = _sample(cfg, means, sign, cfg.n_test, torch_generator(seed, "clusters", "test"))
+    return ClusterData(cfg, means, sign, train, test)
+
+
+def from_arrays(cfg: ClusterDataConfig, arrays: dict[str, np.ndarray]) -> ClusterData:
+    """Inverse of :meth:`ClusterData.arrays` (checks the shapes against ``cfg``)."""
+    t = {k: torch.from_numpy(np.asarray(v)) for k, v in arrays.items()}
+    if tuple(t["means"].shape) != (cfg.k, cfg.d):
+        raise ValueError(f"means have shape {tuple(t['means'].shape)}, config says ({cfg.k}, {cfg.d})")
+    splits = {
+        name: ClusterSplit(*(t[f"{name}_{key}"] for key in ("x", "fine", "y", "noise")))
+        for name in ("train", "test")
+    }
+    return ClusterData(cfg, t["means"], t["sign"], splits["train"], splits["test"])

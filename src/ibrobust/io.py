@@ -1,0 +1,86 @@
+"""Atomic output writers.
+
+Every file the workflow declares as an output is written to a temporary file in the
+same directory and moved into place with ``os.replace`` (atomic on POSIX), so a job
+killed half-way leaves either the old file or nothing - never a truncated file that
+a later run could mistake for a result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; move it onto ``path`` on success only."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def save_npz(path: str | os.PathLike, **arrays: np.ndarray | torch.Tensor) -> None:
+    arrays = {k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
+              for k, v in arrays.items()}
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, **arrays)
+
+
+def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"expected an .npz file at {path}")
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def save_torch(path: str | os.PathLike, obj: Any) -> None:
+    with atomic_path(path) as tmp:
+        torch.save(obj, tmp)
+
+
+def load_torch(path: str | os.PathLike) -> Any:
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def save_csv(path: str | os.PathLike, df: pd.DataFrame) -> None:
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)
+
+
+def save_json(path: str | os.PathLike, obj: Any) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray | torch.Tensor):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def save_figure(fig: Any, *paths: str | os.PathLike, dpi: int = 150) -> None:
+    """Save a matplotlib figure to every path (format from the suffix), atomically."""
+    for p in paths:
+        with atomic_path(p) as tmp:
+            fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=Path(p).suffix.lstrip("."))

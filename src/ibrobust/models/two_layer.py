@@ -1,0 +1,82 @@
+"""Two-layer ReLU network with a fixed second layer (Li et al., ICLR 2025, Sec. 3).
+
+Binary supervision (H = 2 heads, readout (+1, -1)):
+    f(x) = (1/m) sum_r ReLU(<w_{+,r},x> + b_{+,r}) - (1/m) sum_r ReLU(<w_{-,r},x> + b_{-,r})
+k-class supervision (H = k heads): f_i(x) = (1/m) sum_r ReLU(<w_{i,r},x> + b_{i,r}), trained
+with cross-entropy on the fine label; its binary readout is
+    F(x) = sum_{i in J+} f_i(x) - sum_{i in J-} f_i(x),
+i.e. the same ``readout`` vector of +-1 per head. Initialisation: w ~ N(0, I/d),
+b ~ N(0, 1/d^2) (the paper's choice; only the first layer is trained).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ibrobust.seeding import torch_generator
+
+SUPERVISIONS = ("binary", "multiclass")
+
+
+@dataclass(frozen=True)
+class TwoLayerConfig:
+    m: int = 5  # neurons per head (per output sign for binary, per class for multi-class)
+    init_scale: float = 1.0  # multiplies the paper's N(0, I/d) weight init
+    bias: bool = True
+
+    def __post_init__(self) -> None:
+        if self.m < 1:
+            raise ValueError(f"m must be >= 1, got {self.m}")
+        if self.init_scale < 0:
+            raise ValueError(f"init_scale must be >= 0, got {self.init_scale}")
+
+
+def readout_for(supervision: str, sign: torch.Tensor) -> torch.Tensor:
+    """(H,) readout mapping head outputs to the binary score for a supervision.
+
+    ``sign`` is the (k,) +-1 cluster sign; binary training uses heads (+, -).
+    """
+    if supervision == "binary":
+        return torch.tensor([1.0, -1.0])
+    if supervision == "multiclass":
+        return sign.to(torch.float32).clone()
+    raise ValueError(f"supervision must be one of {SUPERVISIONS}, got {supervision!r}")
+
+
+class TwoLayerFixed(nn.Module):
+    """Heads f_h(x) = mean_r ReLU(<w_{h,r}, x> + b_{h,r}); forward returns (n, H) logits."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor, readout: torch.Tensor):
+        super().__init__()
+        if weight.ndim != 3 or bias.shape != weight.shape[:2] or readout.shape != weight.shape[:1]:
+            raise ValueError(
+                f"expected weight (H, m, d), bias (H, m), readout (H,); got "
+                f"{tuple(weight.shape)}, {tuple(bias.shape)}, {tuple(readout.shape)}"
+            )
+        self.weight = nn.Parameter(weight.clone())  # (H, m, d)
+        self.bias = nn.Parameter(bias.clone())  # (H, m)
+        self.register_buffer("readout", readout.clone().to(weight.dtype))  # (H,)
+
+    @property
+    def heads(self) -> int:
+        return self.weight.shape[0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (n, d) -> (n, H)
+        h, m, d = self.weight.shape
+        z = x @ self.weight.reshape(h * m, d).T + self.bias.reshape(-1)  # (n, H*m)
+        return torch.relu(z).reshape(-1, h, m).mean(-1)
+
+    def binary_score(self, x: torch.Tensor) -> torch.Tensor:  # (n, d) -> (n,)
+        return self(x) @ self.readout
+
+
+def init_two_layer(d: int, heads: int, cfg: TwoLayerConfig, seed: int,
+                   stream: str = "init") -> tuple[torch.Tensor, torch.Tensor]:
+    """Paper initialisation: weight (H, m, d) ~ N(0, I/d), bias (H, m) ~ N(0, 1/d^2)."""
+    g = torch_generator(seed, "two_layer", stream)
+    w = torch.randn(heads, cfg.m, d, generator=g) * (cfg.init_scale / d**0.5)
+    b = torch.randn(heads, cfg.m, generator=g) / d if cfg.bias else torch.zeros(heads, cfg.m)
+    return w, b
