@@ -26,8 +26,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; move it onto ``path`` on success only."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent
+    )
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; outputs get the usual permissions
     tmp_path = Path(tmp)
     try:
         yield tmp_path
@@ -38,10 +43,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 def save_npz(path: str | os.PathLike, **arrays: np.ndarray | torch.Tensor) -> None:
-    arrays = {k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
-              for k, v in arrays.items()}
+    arrays = {
+        k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
+        for k, v in arrays.items()
+    }
+    # uncompressed: Gaussian float data does not compress, and zlib costs seconds per file
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
+        np.savez(fh, **arrays)
 
 
 def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:

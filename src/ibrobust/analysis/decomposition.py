@@ -27,8 +27,13 @@ class Decomposition:
     basis: str  # "features+noise" or "inputs"
 
 
-def lambda_decomposition(delta_w: torch.Tensor, means: torch.Tensor, noise: torch.Tensor,
-                         fine: torch.Tensor, basis: str = "auto") -> Decomposition:
+def lambda_decomposition(
+    delta_w: torch.Tensor,
+    means: torch.Tensor,
+    noise: torch.Tensor,
+    fine: torch.Tensor,
+    basis: str = "auto",
+) -> Decomposition:
     """Decompose neuron displacements ``delta_w`` (N, d) = w(t) - w(0).
 
     ``means`` (k, d), ``noise`` (n, d) are the training noises xi_i of the points whose

@@ -23,7 +23,9 @@ def monotone_robust(correct: torch.Tensor, eps: torch.Tensor | list[float]) -> t
     return out
 
 
-def robust_accuracy_table(correct_by_attack: dict[str, torch.Tensor], eps: list[float]) -> pd.DataFrame:
+def robust_accuracy_table(
+    correct_by_attack: dict[str, torch.Tensor], eps: list[float]
+) -> pd.DataFrame:
     """Tidy table (attack, eps, robust_acc, n) with a ``worst`` row per radius.
 
     ``correct_by_attack[a]`` is (R, n) bool: example still classified correctly under
@@ -36,22 +38,27 @@ def robust_accuracy_table(correct_by_attack: dict[str, torch.Tensor], eps: list[
     for name, corr in correct_by_attack.items():
         corr = monotone_robust(corr, eps)
         worst = corr if worst is None else worst & corr
-        rows += [{"attack": name, "eps": float(e), "robust_acc": float(c.float().mean()), "n": c.numel()}
-                 for e, c in zip(eps, corr, strict=True)]
-    rows += [{"attack": "worst", "eps": float(e), "robust_acc": float(c.float().mean()), "n": c.numel()}
-             for e, c in zip(eps, worst, strict=True)]
+        rows += [
+            {"attack": name, "eps": float(e), "robust_acc": float(c.float().mean()), "n": c.numel()}
+            for e, c in zip(eps, corr, strict=True)
+        ]
+    rows += [
+        {"attack": "worst", "eps": float(e), "robust_acc": float(c.float().mean()), "n": c.numel()}
+        for e, c in zip(eps, worst, strict=True)
+    ]
     return pd.DataFrame(rows)
 
 
 def critical_radius(eps: np.ndarray, acc: np.ndarray, level: float = 0.5) -> float:
     """First radius at which robust accuracy falls to ``level`` (linear interpolation).
 
-    NaN if accuracy never drops to ``level`` on the grid, or starts below it.
+    NaN if accuracy never drops to ``level`` on the grid, or is already below it at the
+    smallest radius of a grid that does not start at 0 (the crossing is off the grid).
     """
     order = np.argsort(eps)
     e, a = np.asarray(eps, float)[order], np.asarray(acc, float)[order]
-    if a[0] < level:
-        return float("nan") if a[0] < level and e[0] > 0 else float(e[0])
+    if a[0] <= level:
+        return float(e[0]) if e[0] == 0 or a[0] == level else float("nan")
     below = np.nonzero(a <= level)[0]
     if below.size == 0:
         return float("nan")

@@ -12,12 +12,16 @@ from torch import nn
 AttackLoss = Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-def neg_binary_margin(model: nn.Module, x: torch.Tensor, y: torch.Tensor, fine: torch.Tensor) -> torch.Tensor:
+def neg_binary_margin(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, fine: torch.Tensor
+) -> torch.Tensor:
     """-y * F(x): maximising it pushes the binary readout across the boundary."""
     return -y * model.binary_score(x)
 
 
-def fine_cross_entropy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, fine: torch.Tensor) -> torch.Tensor:
+def fine_cross_entropy(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, fine: torch.Tensor
+) -> torch.Tensor:
     """Cross-entropy of the heads against the fine label (multi-class models only)."""
     return F.cross_entropy(model(x), fine, reduction="none")
 

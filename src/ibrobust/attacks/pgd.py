@@ -44,7 +44,9 @@ def _project(delta: torch.Tensor, eps: torch.Tensor, norm: str) -> torch.Tensor:
     return delta * torch.clamp(eps / nrm, max=1.0)
 
 
-def _random_start(shape: tuple[int, int], eps: torch.Tensor, norm: str, gen: torch.Generator) -> torch.Tensor:
+def _random_start(
+    shape: tuple[int, int], eps: torch.Tensor, norm: str, gen: torch.Generator
+) -> torch.Tensor:
     if norm == "linf":
         return (2 * torch.rand(shape, generator=gen) - 1) * eps
     # uniform in the l2 ball: direction uniform on the sphere, radius eps * U^(1/d)
@@ -60,9 +62,17 @@ def _steepest(grad: torch.Tensor, norm: str) -> torch.Tensor:
     return grad / grad.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
 
-def pgd(model: nn.Module, x: torch.Tensor, y: torch.Tensor, fine: torch.Tensor,
-        eps: torch.Tensor | list[float], loss_fn: AttackLoss, cfg: PGDConfig,
-        gen: torch.Generator, box: tuple[float, float] | None = None) -> torch.Tensor:
+def pgd(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    fine: torch.Tensor,
+    eps: torch.Tensor | list[float],
+    loss_fn: AttackLoss,
+    cfg: PGDConfig,
+    gen: torch.Generator,
+    box: tuple[float, float] | None = None,
+) -> torch.Tensor:
     """Adversarial examples (R, n, d) for radii ``eps`` (R,) against ``model``.
 
     ``loss_fn(model, x, y, fine)`` returns the per-example loss to maximise.
@@ -81,7 +91,9 @@ def pgd(model: nn.Module, x: torch.Tensor, y: torch.Tensor, fine: torch.Tensor,
         for lo in range(0, r_ * n, cfg.batch_size):
             sl = slice(lo, lo + cfg.batch_size)
             ir, ie = idx_r[sl], idx_n[sl]
-            out[ir, ie] = _pgd_chunk(model, x[ie], y[ie], fine[ie], eps_t[ir, None], loss_fn, cfg, gen, box)
+            out[ir, ie] = _pgd_chunk(
+                model, x[ie], y[ie], fine[ie], eps_t[ir, None], loss_fn, cfg, gen, box
+            )
     finally:
         model.train(was_training)
     return out
@@ -93,7 +105,9 @@ def _pgd_chunk(model, x, y, fine, eps, loss_fn, cfg, gen, box):
     best_fooled = torch.zeros(x.shape[0], dtype=torch.bool)
     alpha = cfg.step_size * eps  # (b, 1)
     for _ in range(cfg.restarts):
-        delta = _random_start(x.shape, eps, cfg.norm, gen) if cfg.random_start else torch.zeros_like(x)
+        delta = (
+            _random_start(x.shape, eps, cfg.norm, gen) if cfg.random_start else torch.zeros_like(x)
+        )
         if box is not None:
             delta = (x + delta).clamp(*box) - x
         for _ in range(cfg.steps):

@@ -15,8 +15,13 @@ def universal_direction(means: torch.Tensor, sign: torch.Tensor) -> torch.Tensor
     return v / v.norm()
 
 
-def universal_perturbation(x: torch.Tensor, y: torch.Tensor, means: torch.Tensor, sign: torch.Tensor,
-                           eps: torch.Tensor | list[float]) -> torch.Tensor:
+def universal_perturbation(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    means: torch.Tensor,
+    sign: torch.Tensor,
+    eps: torch.Tensor | list[float],
+) -> torch.Tensor:
     """Adversarial examples (R, n, d): x - eps * y * z for each radius."""
     eps_t = torch.as_tensor(eps, dtype=x.dtype).reshape(-1, 1, 1)
     z = universal_direction(means, sign)

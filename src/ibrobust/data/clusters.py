@@ -41,7 +41,11 @@ class ClusterDataConfig:
         if self.n_train < 1 or self.n_test < 1:
             raise ValueError(f"n_train and n_test must be >= 1, got {self.n_train}, {self.n_test}")
         pos = self.positive_clusters
-        if len(pos) * 2 != self.k or len(set(pos)) != len(pos) or not all(0 <= j < self.k for j in pos):
+        if (
+            len(pos) * 2 != self.k
+            or len(set(pos)) != len(pos)
+            or not all(0 <= j < self.k for j in pos)
+        ):
             raise ValueError(
                 f"positive must list k/2={self.k // 2} distinct clusters in [0, {self.k}), got {pos}"
             )
@@ -57,6 +61,14 @@ class ClusterDataConfig:
     @property
     def norm(self) -> float:
         return math.sqrt(self.d) if self.mean_norm is None else float(self.mean_norm)
+
+
+def config_from_dict(d: dict) -> ClusterDataConfig:
+    """Typed config from a workflow dict (the ``kind`` key is dropped; lists become tuples)."""
+    fields = {k: v for k, v in d.items() if k != "kind"}
+    if fields.get("positive") is not None:
+        fields["positive"] = tuple(fields["positive"])
+    return ClusterDataConfig(**fields)
 
 
 @dataclass
@@ -96,8 +108,9 @@ def cluster_means(cfg: ClusterDataConfig, gen: torch.Generator) -> torch.Tensor:
     return (basis * cfg.norm).to(torch.float32)
 
 
-def _sample(cfg: ClusterDataConfig, means: torch.Tensor, sign: torch.Tensor, n: int,
-            gen: torch.Generator) -> ClusterSplit:
+def _sample(
+    cfg: ClusterDataConfig, means: torch.Tensor, sign: torch.Tensor, n: int, gen: torch.Generator
+) -> ClusterSplit:
     fine = torch.randint(cfg.k, (n,), generator=gen)
     noise = cfg.sigma * torch.randn(n, cfg.d, generator=gen)
     x = means[fine] + noise
@@ -118,7 +131,9 @@ def from_arrays(cfg: ClusterDataConfig, arrays: dict[str, np.ndarray]) -> Cluste
     """Inverse of :meth:`ClusterData.arrays` (checks the shapes against ``cfg``)."""
     t = {k: torch.from_numpy(np.asarray(v)) for k, v in arrays.items()}
     if tuple(t["means"].shape) != (cfg.k, cfg.d):
-        raise ValueError(f"means have shape {tuple(t['means'].shape)}, config says ({cfg.k}, {cfg.d})")
+        raise ValueError(
+            f"means have shape {tuple(t['means'].shape)}, config says ({cfg.k}, {cfg.d})"
+        )
     splits = {
         name: ClusterSplit(*(t[f"{name}_{key}"] for key in ("x", "fine", "y", "noise")))
         for name in ("train", "test")

@@ -19,7 +19,9 @@ import torch
 from ibrobust.models.two_layer import TwoLayerFixed
 
 
-def robust_reference_net(means: torch.Tensor, sign: torch.Tensor, beta: float = 0.5) -> TwoLayerFixed:
+def robust_reference_net(
+    means: torch.Tensor, sign: torch.Tensor, beta: float = 0.5
+) -> TwoLayerFixed:
     """A :class:`TwoLayerFixed` with k heads of one neuron each (readout = cluster sign)."""
     if not 0 < beta < 1:
         raise ValueError(f"beta must be in (0, 1), got {beta}")

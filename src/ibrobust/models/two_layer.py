@@ -73,10 +73,25 @@ class TwoLayerFixed(nn.Module):
         return self(x) @ self.readout
 
 
-def init_two_layer(d: int, heads: int, cfg: TwoLayerConfig, seed: int,
-                   stream: str = "init") -> tuple[torch.Tensor, torch.Tensor]:
+def init_two_layer(
+    d: int, heads: int, cfg: TwoLayerConfig, seed: int, stream: str = "init"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Paper initialisation: weight (H, m, d) ~ N(0, I/d), bias (H, m) ~ N(0, 1/d^2)."""
     g = torch_generator(seed, "two_layer", stream)
     w = torch.randn(heads, cfg.m, d, generator=g) * (cfg.init_scale / d**0.5)
     b = torch.randn(heads, cfg.m, generator=g) / d if cfg.bias else torch.zeros(heads, cfg.m)
     return w, b
+
+
+def to_state(net: TwoLayerFixed, **extra) -> dict:
+    """A plain dict of tensors (for ``torch.save(..., weights_only=True)`` loading)."""
+    return {
+        "weight": net.weight.detach().clone(),
+        "bias": net.bias.detach().clone(),
+        "readout": net.readout.detach().clone(),
+        **extra,
+    }
+
+
+def from_state(state: dict) -> TwoLayerFixed:
+    return TwoLayerFixed(state["weight"], state["bias"], state["readout"])

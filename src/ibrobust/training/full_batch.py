@@ -38,13 +38,17 @@ class GDConfig:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
+        if self.n_checkpoints < 1 or self.log_every < 1:
+            raise ValueError(
+                f"n_checkpoints and log_every must be >= 1, got {self.n_checkpoints}, {self.log_every}"
+            )
         if self.method not in ("gram", "direct"):
             raise ValueError(f"method must be 'gram' or 'direct', got {self.method!r}")
 
 
 def checkpoint_steps(max_steps: int, n: int) -> list[int]:
     """0 plus ``n`` log-spaced integer steps in [1, max_steps] (duplicates dropped)."""
-    steps = np.unique(np.round(np.geomspace(1, max_steps, max(n, 1))).astype(int))
+    steps = np.unique(np.round(np.geomspace(1, max_steps, max(n, 2))).astype(int))
     return [0, *map(int, steps)]
 
 
@@ -58,9 +62,17 @@ class TrainResult:
     checkpoints: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
 
 
-def train_gd(x: torch.Tensor, y: torch.Tensor, fine: torch.Tensor, weight0: torch.Tensor,
-             bias0: torch.Tensor, readout: torch.Tensor, supervision: str, cfg: GDConfig,
-             on_log: Callable[[dict], None] | None = None) -> TrainResult:
+def train_gd(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    fine: torch.Tensor,
+    weight0: torch.Tensor,
+    bias0: torch.Tensor,
+    readout: torch.Tensor,
+    supervision: str,
+    cfg: GDConfig,
+    on_log: Callable[[dict], None] | None = None,
+) -> TrainResult:
     """Full-batch GD from (weight0, bias0); returns final weights, history, checkpoints."""
     h, m, d = weight0.shape
     n = x.shape[0]
@@ -73,7 +85,7 @@ def train_gd(x: torch.Tensor, y: torch.Tensor, fine: torch.Tensor, weight0: torc
     if cfg.method == "gram":
         kern = x @ x.T  # (n, n)
         z0 = x @ w0.T  # (n, N)
-        coef = torch.zeros(h * m, n)  # (N, n): W(t) = W(0) + coef @ X
+        coef = torch.zeros(h * m, n, dtype=x.dtype)  # (N, n): W(t) = W(0) + coef @ X
 
         def pre() -> torch.Tensor:
             return torch.addmm(z0, kern, coef.T) + b
@@ -104,7 +116,9 @@ def train_gd(x: torch.Tensor, y: torch.Tensor, fine: torch.Tensor, weight0: torc
         (g_heads,) = torch.autograd.grad(loss, heads)  # (n, H), cheap: the heads only
         loss_v = float(loss.detach())
         if not math.isfinite(loss_v):
-            raise FloatingPointError(f"training diverged at step {t} (loss={loss_v}); lower lr={cfg.lr}")
+            raise FloatingPointError(
+                f"training diverged at step {t} (loss={loss_v}); lower lr={cfg.lr}"
+            )
         acc = supervised_accuracy(supervision, heads.detach(), readout, y, fine)
         done = (loss_v < cfg.stop_loss and acc == 1.0) or t >= cfg.max_steps
         if t in ckpt_at or done:

@@ -6,7 +6,9 @@ import torch
 import torch.nn.functional as F
 
 
-def logistic_margin_loss(heads: torch.Tensor, readout: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def logistic_margin_loss(
+    heads: torch.Tensor, readout: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
     """mean log(1 + exp(-y f)) with f = heads @ readout (binary supervision)."""
     return F.softplus(-y * (heads @ readout)).mean()
 
@@ -16,8 +18,13 @@ def fine_cross_entropy(heads: torch.Tensor, fine: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(heads, fine)
 
 
-def supervised_loss(supervision: str, heads: torch.Tensor, readout: torch.Tensor,
-                    y: torch.Tensor, fine: torch.Tensor) -> torch.Tensor:
+def supervised_loss(
+    supervision: str,
+    heads: torch.Tensor,
+    readout: torch.Tensor,
+    y: torch.Tensor,
+    fine: torch.Tensor,
+) -> torch.Tensor:
     if supervision == "binary":
         return logistic_margin_loss(heads, readout, y)
     if supervision == "multiclass":
@@ -25,8 +32,13 @@ def supervised_loss(supervision: str, heads: torch.Tensor, readout: torch.Tensor
     raise ValueError(f"unknown supervision {supervision!r}")
 
 
-def supervised_accuracy(supervision: str, heads: torch.Tensor, readout: torch.Tensor,
-                        y: torch.Tensor, fine: torch.Tensor) -> float:
+def supervised_accuracy(
+    supervision: str,
+    heads: torch.Tensor,
+    readout: torch.Tensor,
+    y: torch.Tensor,
+    fine: torch.Tensor,
+) -> float:
     """Accuracy on the label the model is trained on (binary sign, or fine argmax)."""
     if supervision == "binary":
         return float(((heads @ readout) * y > 0).float().mean())

@@ -1,0 +1,23 @@
+# ibrobust: implicit bias of gradient methods and adversarial robustness.
+# Table of contents only; the logic lives in rules/common.smk and the library in src/.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: os.path.join(workflow.basedir, "config.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/train.smk"
+include: "rules/analysis.smk"
+include: "rules/attack.smk"
+include: "rules/figures.smk"
+include: "rules/targets.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        default_targets(),

@@ -1,0 +1,177 @@
+# Config validation, wildcard constraints, and the input/param functions every rule uses.
+import os
+import re
+import sys
+from functools import cache
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+from ibrobust.config import ConfigError, load_schema, validate_config
+from ibrobust.provenance import code_hash, config_hash
+
+SCRIPTS = Path(workflow.basedir) / "workflow_scripts"
+sys.path.insert(0, str(SCRIPTS))
+import _tracking  # noqa: E402  (workflow_scripts/_tracking.py: the only MLflow code)
+
+# ---- validate before anything is scheduled ------------------------------------------
+try:
+    _validated = validate_config(config, load_schema(Path(workflow.basedir) / "schemas" / "config.schema.yaml"))
+except ConfigError as err:
+    raise WorkflowError(f"invalid configuration: {err}") from None
+config.clear()
+config.update(_validated)
+CONFIG_HASH = config_hash(config)
+
+RESULTS = "results"
+STUDIES = config["studies"]
+ENABLED = [s for s, st in STUDIES.items() if st["enabled"]]
+
+
+# ---- datasets: registry entries and the scaling sweep's derived variants ---------------
+def _variant_name(base, key, value):
+    return f"{base}@{key}={value:g}"
+
+
+def _sweep_variants():
+    out = {}
+    for st in STUDIES.values():
+        sc = st.get("scaling")
+        if sc is None:
+            continue
+        base = config["datasets"][sc["dataset"]]
+        for v in sc["values"]:
+            typed = int(v) if sc["key"] in ("k", "d", "n_train") else float(v)
+            if base[sc["key"]] == typed:
+                continue  # the base dataset itself: reuse its jobs
+            out[_variant_name(sc["dataset"], sc["key"], v)] = dict(base, **{sc["key"]: typed})
+    return out
+
+
+DATASETS = {**config["datasets"], **_sweep_variants()}
+
+
+def dataset_config(name):
+    return DATASETS[name]
+
+
+def scaling_dataset(study, value):
+    sc = STUDIES[study]["scaling"]
+    base = config["datasets"][sc["dataset"]]
+    typed = int(value) if sc["key"] in ("k", "d", "n_train") else float(value)
+    return sc["dataset"] if base[sc["key"]] == typed else _variant_name(sc["dataset"], sc["key"], value)
+
+
+def _alternatives(names):
+    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+
+
+REFERENCE_OPTIMIZER = "handbuilt"
+
+wildcard_constraints:
+    study=_alternatives(STUDIES) or "^$",
+    dataset=_alternatives(DATASETS),
+    model=_alternatives(config["models"]),
+    optimizer=_alternatives([*config["optimizers"], REFERENCE_OPTIMIZER]),
+    supervision="binary|multiclass",
+    seed=r"\d+",
+    grid="main|scaling",
+
+
+# ---- code provenance: rerun a rule when any library module its script imports changes ----
+@cache
+def code(script):
+    """Hash of workflow_scripts/<script>.py and every module it imports (see ibrobust.provenance)."""
+    return code_hash(SCRIPTS / f"{script}.py")
+
+
+# ---- paths ---------------------------------------------------------------------------
+RUN_DIR = RESULTS + "/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}"
+
+
+def run_dir(study, dataset, model, optimizer, supervision, seed):
+    return RUN_DIR.format(study=study, dataset=dataset, model=model, optimizer=optimizer,
+                          supervision=supervision, seed=seed)
+
+
+def log_path(rule_name):
+    return RESULTS + "/logs/" + rule_name + "/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.log"
+
+
+def trained_runs(study, datasets=None, seeds=None):
+    """(dataset, model, optimizer, supervision, seed) of every trained model of a study."""
+    st = STUDIES[study]
+    return [(ds, m, o, sup, seed)
+            for ds in (datasets or st["datasets"]) for m in st["models"] for o in st["optimizers"]
+            for sup in st["supervisions"] for seed in (seeds or st["seeds"])]
+
+
+def reference_runs(study, datasets=None, seeds=None):
+    st = STUDIES[study]
+    if st.get("reference") is None:
+        return []
+    return [(ds, st["reference"], REFERENCE_OPTIMIZER, "binary", seed)
+            for ds in (datasets or st["datasets"]) for seed in (seeds or st["seeds"])]
+
+
+def scaling_runs(study):
+    st = STUDIES[study]
+    sc = st.get("scaling")
+    if sc is None:
+        return []
+    seeds = sc["seeds"] or st["seeds"]
+    dss = [scaling_dataset(study, v) for v in sc["values"]]
+    return trained_runs(study, dss, seeds) + reference_runs(study, dss, seeds)
+
+
+# ---- params ----------------------------------------------------------------------------
+def model_params(wildcards):
+    return config["models"][wildcards.model]
+
+
+def optimizer_params(wildcards):
+    if wildcards.optimizer == REFERENCE_OPTIMIZER:
+        return {"kind": REFERENCE_OPTIMIZER}
+    return config["optimizers"][wildcards.optimizer]
+
+
+def attack_params(wildcards):
+    """Attacks that apply to this model (fine-label CE needs a multi-class model)."""
+    st = STUDIES[wildcards.study]
+    out = {}
+    for name in st["attacks"]:
+        a = config["attacks"][name]
+        if a["kind"] == "pgd" and a["loss"] == "ce" and wildcards.supervision != "multiclass":
+            continue
+        out[name] = a
+    return out
+
+
+def attack_radii(wildcards):
+    st = STUDIES[wildcards.study]
+    if wildcards.grid == "main":
+        return [float(r) for r in st["radii"]]
+    d = dataset_config(wildcards.dataset)["d"]
+    return [round(float(f) * d**0.5, 6) for f in st["scaling"]["radius_fractions"]]
+
+
+def attack_points(wildcards):
+    st = STUDIES[wildcards.study]
+    return st["attack_points"] if wildcards.grid == "main" else st["scaling"]["attack_points"]
+
+
+def plot_params(wildcards):
+    return STUDIES[wildcards.study]["plots"]
+
+
+# ---- MLflow: one parent run per invocation, created before any job starts -------------------
+onstart:
+    _tracking.start_workflow(config, CONFIG_HASH, workflow.basedir)
+
+
+onsuccess:
+    _tracking.end_workflow("FINISHED")
+
+
+onerror:
+    _tracking.end_workflow("FAILED")

@@ -1,0 +1,188 @@
+"""Configuration: JSON-schema validation with defaults, and cross-reference checks.
+
+``validate_config`` fills schema defaults, then raises :class:`ConfigError` (a
+ValueError) whose message names the offending key path (``studies.fa.seeds[1]``) and
+value - before the workflow schedules anything.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+
+class ConfigError(ValueError):
+    """Invalid configuration; the message starts with the offending key path."""
+
+
+def _path(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "<root>"
+
+
+def _with_defaults(validator_cls):
+    validate_props = validator_cls.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for prop, sub in properties.items():
+                if "default" in sub and prop not in instance:
+                    instance[prop] = copy.deepcopy(sub["default"])
+        yield from validate_props(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_cls, {"properties": set_defaults})
+
+
+def _fill_registry_defaults(config: dict, schema: dict) -> None:
+    """Defaults inside additionalProperties/$ref (named registry entries) and nested."""
+    validator = _with_defaults(jsonschema.Draft7Validator)(schema)
+    for _ in validator.iter_errors(config):  # the iteration fills defaults as it goes
+        pass
+
+
+def load_schema(path: str | Path) -> dict:
+    return yaml.safe_load(Path(path).read_text())
+
+
+def validate_config(config: dict, schema: dict) -> dict:
+    """Validated copy of ``config`` with defaults filled; ConfigError on the first problem."""
+    cfg = copy.deepcopy(config)
+    errors = sorted(
+        jsonschema.Draft7Validator(schema).iter_errors(cfg), key=lambda e: list(e.absolute_path)
+    )
+    if errors:
+        e = errors[0]
+        where = _path(e.absolute_path)
+        if e.validator == "additionalProperties":
+            extra = sorted(set(e.instance) - set(e.schema.get("properties", {})))
+            raise ConfigError(
+                f"config key {where + '.' if e.absolute_path else ''}{extra[0]}: unknown key "
+                f"(allowed: {sorted(e.schema.get('properties', {}))})"
+            )
+        if e.validator == "required":
+            raise ConfigError(f"config key {where}: {e.message}")
+        raise ConfigError(f"config key {where}: {e.message}")
+    _check_kind_fields(cfg)
+    _fill_registry_defaults(cfg, schema)
+    _prune_kind_fields(cfg)
+    _check_references(cfg)
+    return cfg
+
+
+# Which keys of a registry entry belong to which kind (the schema lists their union).
+KIND_FIELDS = {
+    "models": {"two_layer": {"m", "init_scale"}, "robust_reference": {"beta"}},
+    "attacks": {"pgd": {"norm", "loss", "steps", "restarts", "step_size"}, "universal": set()},
+}
+
+
+def _check_kind_fields(cfg: dict) -> None:
+    for registry, kinds in KIND_FIELDS.items():
+        for name, entry in cfg.get(registry, {}).items():
+            allowed = kinds[entry["kind"]] | {"kind"}
+            extra = sorted(set(entry) - allowed)
+            if extra:
+                raise ConfigError(
+                    f"config key {registry}.{name}.{extra[0]}: not a setting of kind "
+                    f"{entry['kind']!r} (allowed: {sorted(allowed)})"
+                )
+
+
+def _prune_kind_fields(cfg: dict) -> None:
+    for registry, kinds in KIND_FIELDS.items():
+        for entry in cfg.get(registry, {}).values():
+            for key in set(entry) - kinds[entry["kind"]] - {"kind"}:
+                del entry[key]
+
+
+def _check_references(cfg: dict) -> None:
+    for name, ds in cfg["datasets"].items():
+        where = f"datasets.{name}"
+        if ds["kind"] == "clusters":
+            _check_clusters(ds, where)
+    for sname, st in cfg["studies"].items():
+        where = f"studies.{sname}"
+        for field, registry in (
+            ("datasets", "datasets"),
+            ("models", "models"),
+            ("optimizers", "optimizers"),
+            ("attacks", "attacks"),
+        ):
+            for i, item in enumerate(st[field]):
+                if item not in cfg[registry]:
+                    raise ConfigError(
+                        f"config key {where}.{field}[{i}]: {item!r} is not defined under "
+                        f"{registry} (defined: {sorted(cfg[registry])})"
+                    )
+        for i, m in enumerate(st["models"]):
+            if cfg["models"][m]["kind"] == "robust_reference":
+                raise ConfigError(
+                    f"config key {where}.models[{i}]: {m!r} is a robust_reference; "
+                    "put it under reference, it is not trained"
+                )
+        ref = st.get("reference")
+        if ref is not None and (
+            ref not in cfg["models"] or cfg["models"][ref]["kind"] != "robust_reference"
+        ):
+            raise ConfigError(
+                f"config key {where}.reference: {ref!r} must name a model of kind robust_reference"
+            )
+        if st["kind"] == "feature_averaging":
+            for i, dn in enumerate(st["datasets"]):
+                if cfg["datasets"][dn]["kind"] != "clusters":
+                    raise ConfigError(
+                        f"config key {where}.datasets[{i}]: feature_averaging needs clusters data"
+                    )
+        for i, a in enumerate(st["attacks"]):
+            if (
+                cfg["attacks"][a]["kind"] == "pgd"
+                and cfg["attacks"][a]["loss"] == "ce"
+                and "multiclass" not in st["supervisions"]
+            ):
+                raise ConfigError(
+                    f"config key {where}.attacks[{i}]: {a!r} attacks the fine-label "
+                    "cross-entropy but the study trains no multiclass model"
+                )
+        sc = st.get("scaling")
+        if sc is not None:
+            if sc["dataset"] not in cfg["datasets"]:
+                raise ConfigError(
+                    f"config key {where}.scaling.dataset: {sc['dataset']!r} is not defined under datasets"
+                )
+            base = cfg["datasets"][sc["dataset"]]
+            for i, v in enumerate(sc["values"]):
+                variant = dict(base, **{sc["key"]: _typed(sc["key"], v)})
+                if sc["key"] in ("k", "d", "n_train") and float(v) != int(v):
+                    raise ConfigError(
+                        f"config key {where}.scaling.values[{i}]: {sc['key']} must be an integer, got {v}"
+                    )
+                _check_clusters(variant, f"{where}.scaling.values[{i}]")
+
+
+def _typed(key: str, v: Any) -> Any:
+    return int(v) if key in ("k", "d", "n_train") else float(v)
+
+
+def _check_clusters(ds: dict, where: str) -> None:
+    d, k = ds["d"], ds["k"]
+    if k > d:
+        raise ConfigError(f"config key {where}.k: k={k} orthogonal means need k <= d={d}")
+    pos = ds.get("positive")
+    if pos is None:
+        if k % 2:
+            raise ConfigError(
+                f"config key {where}.k: k={k} must be even for the default balanced split"
+            )
+    elif len(pos) * 2 != k or max(pos) >= k:
+        raise ConfigError(
+            f"config key {where}.positive: needs k/2={k / 2:g} distinct cluster indices in [0, {k}), got {pos}"
+        )
+    if ds.get("mean_norm") is not None and not math.isfinite(ds["mean_norm"]):
+        raise ConfigError(f"config key {where}.mean_norm: must be finite")

@@ -1,0 +1,1 @@
+"""Figures (matplotlib/seaborn); each function takes tidy DataFrames and returns a Figure."""

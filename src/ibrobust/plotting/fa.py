@@ -1,0 +1,180 @@
+"""Figures of the feature-averaging study (Li et al., ICLR 2025, Figs. 1-3 analogues).
+
+Every function takes the tidy DataFrame that the workflow also writes as the figure's
+CSV, so a figure can be redrawn from its CSV alone.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+COMBO = ["dataset", "model", "optimizer"]
+PALETTE = {"binary": "tab:red", "multiclass": "tab:blue", "robust reference": "tab:green"}
+
+
+def _label(row) -> str:
+    return "robust reference" if row["model_kind"] == "robust_reference" else row["supervision"]
+
+
+def cosine_heatmaps(df: pd.DataFrame, cmap: str = "RdBu_r", style: str = "whitegrid") -> plt.Figure:
+    """Neurons x features cos(w_r, mu_j), one panel per (dataset/model/optimizer, supervision)."""
+    sns.set_style(style)
+    panels = list(df.groupby(COMBO + ["supervision"], sort=False))
+    ncol = len(panels)
+    fig, axes = plt.subplots(1, ncol, figsize=(4.2 * ncol, 5.0), squeeze=False)
+    for ax, (key, g) in zip(axes[0], panels, strict=True):
+        mat = g.pivot_table(
+            index=["head", "neuron"], columns="feature", values="cosine"
+        ).sort_index()
+        sns.heatmap(
+            mat.to_numpy(),
+            ax=ax,
+            cmap=cmap,
+            vmin=-1,
+            vmax=1,
+            cbar=ax is axes[0][-1],
+            xticklabels=[
+                f"{j}{'+' if s > 0 else '-'}"
+                for j, s in g.groupby("feature")["feature_sign"].first().items()
+            ],
+            yticklabels=False,
+        )
+        same = g[g.head_sign == g.feature_sign].cosine.mean()
+        ax.set_title(f"{key[-1]} supervision\n{key[0]}: same-class mean cos {same:.2f}", fontsize=9)
+        ax.set_xlabel("feature mu_j (J+ marked +)")
+        ax.set_ylabel("neurons, grouped by head")
+        heads = mat.index.get_level_values(0)
+        for b in np.nonzero(np.diff(heads))[0]:
+            ax.axhline(b + 1, color="k", lw=0.5)
+    fig.suptitle(
+        "cos(w_r, mu_j): binary training averages a class's features; "
+        "k-class training decouples them",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def lambda_trajectories(df: pd.DataFrame, fa: pd.DataFrame, style: str = "whitegrid") -> plt.Figure:
+    """lambda_j(t) of the first neuron of head 0 per supervision, and the mean FA index."""
+    sns.set_style(style)
+    sups = list(df.supervision.unique())
+    fig, axes = plt.subplots(1, len(sups) + 1, figsize=(4.5 * (len(sups) + 1), 3.8), squeeze=False)
+    for ax, sup in zip(axes[0], sups, strict=False):
+        g = df[(df.supervision == sup) & (df.neuron == 0)]
+        for j, gj in g.groupby("feature"):
+            pos = gj.feature_sign.iloc[0] > 0
+            ax.plot(
+                gj.step,
+                gj["lambda"],
+                ls="-" if pos else "--",
+                marker=".",
+                ms=3,
+                label=f"mu_{j}{'+' if pos else '-'}",
+            )
+        ax.set_xscale("log")
+        ax.set_xlabel("GD step")
+        ax.set_ylabel("lambda_j (neuron 0, head 0)")
+        ax.set_title(f"{sup}: {g.dataset.iloc[0]}", fontsize=9)
+        ax.legend(fontsize=6, ncol=2)
+    ax = axes[0][-1]
+    for (sup, *_), g in fa.groupby(["supervision"] + COMBO, sort=False):
+        ax.plot(g.step, g.fa_index_mean, marker="o", ms=3, color=PALETTE.get(sup), label=sup)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel("GD step")
+    ax.set_ylabel("FA index: 2nd / largest same-class lambda")
+    ax.set_title("~1 = feature averaging, ~0 = decoupled", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _spread(g: pd.Series, how: str) -> tuple[float, float, float]:
+    m = g.mean()
+    if how == "minmax":
+        return m, g.min(), g.max()
+    s = g.std(ddof=1) if len(g) > 1 else 0.0
+    return m, m - s, m + s
+
+
+def robust_curves(
+    df: pd.DataFrame, d: int, k: int, spread: str = "sd", style: str = "whitegrid"
+) -> plt.Figure:
+    """Robust accuracy vs l2 radius: worst case (left) and every attack (right), mean and
+    spread over seeds, for binary / multi-class training and the robust reference."""
+    sns.set_style(style)
+    df = df.assign(label=df.apply(_label, axis=1))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    worst = df[df.attack == "worst"]
+    for lab, g in worst.groupby("label", sort=False):
+        stats = np.array([_spread(gg.robust_acc, spread) for _, gg in g.groupby("eps")])
+        eps = np.array(sorted(g.eps.unique()))
+        axes[0].plot(eps, stats[:, 0], marker="o", ms=3, color=PALETTE.get(lab), label=lab)
+        axes[0].fill_between(eps, stats[:, 1], stats[:, 2], color=PALETTE.get(lab), alpha=0.2)
+    ls = {"pgd_margin": "-", "pgd_ce": "--", "universal": ":"}
+    for (lab, att), g in df[df.attack != "worst"].groupby(["label", "attack"], sort=False):
+        mean = g.groupby("eps").robust_acc.mean()
+        axes[1].plot(
+            mean.index,
+            mean.values,
+            ls=ls.get(att, "-."),
+            color=PALETTE.get(lab),
+            label=f"{lab}: {att}",
+        )
+    for ax in axes:
+        for x, name in ((math.sqrt(d / k), "sqrt(d/k)"), (math.sqrt(d), "sqrt(d)")):
+            if x <= df.eps.max():
+                ax.axvline(x, color="grey", lw=0.8, ls=":")
+                ax.text(x, 1.02, name, ha="center", fontsize=7, color="grey")
+        ax.axhline(0.5, color="grey", lw=0.5)
+        ax.set_xlabel("l2 radius eps")
+        ax.set_ylabel("robust test accuracy")
+        ax.set_ylim(-0.02, 1.08)
+    axes[0].set_title(
+        f"worst case over attacks (mean, {spread} over seeds); d={d}, k={k}", fontsize=9
+    )
+    axes[1].set_title("each attack (mean over seeds)", fontsize=9)
+    axes[0].legend(fontsize=8)
+    axes[1].legend(fontsize=6, ncol=1)
+    fig.tight_layout()
+    return fig
+
+
+def critical_radius_scaling(
+    df: pd.DataFrame, key: str, d: int, style: str = "whitegrid"
+) -> plt.Figure:
+    """Critical radius (50% worst-case robust accuracy) vs the swept key, against sqrt(d/k), sqrt(d)."""
+    sns.set_style(style)
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    for lab, g in df.groupby("label", sort=False):
+        s = g.groupby("value").critical_radius.agg(["mean", "std", "count"]).reset_index()
+        ax.errorbar(
+            s.value,
+            s["mean"],
+            yerr=s["std"].fillna(0),
+            marker="o",
+            capsize=3,
+            color=PALETTE.get(lab),
+            label=lab,
+        )
+    vals = np.array(sorted(df.value.unique()), float)
+    if key == "k":
+        ax.plot(vals, np.sqrt(d / vals), "k--", lw=1, label="sqrt(d/k)")
+        ax.plot(vals, np.full_like(vals, math.sqrt(d)), "k:", lw=1, label="sqrt(d)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(key)
+    ax.set_ylabel("critical l2 radius (50% robust acc.)")
+    ax.set_title(f"critical radius vs {key} at d={d}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,176 @@
+"""The workflow's only MLflow code: the parent run of an invocation and one run per job.
+
+Snakemake owns the pipeline; MLflow only receives data (no rule reads it back).
+
+* ``start_workflow`` (Snakefile ``onstart``) resolves the tracking URI (the
+  MLFLOW_TRACKING_URI environment variable wins over the config), creates the store and
+  experiment once - before any job starts, so parallel jobs never race to create a
+  fresh SQLite store - opens the parent run and exports what jobs need through
+  IBROBUST_* environment variables (inherited by local and SLURM jobs alike).
+* :class:`JobRun` is one job's child run: flat dotted params, metrics with explicit
+  steps (buffered and flushed in batches), artifacts in named folders, and tags for
+  the rule, the wildcards, the git commit and the config hash.
+
+MLflow is imported lazily so that parsing the workflow and jobs with tracking off do
+not pay for it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+ENV_ENABLED = "IBROBUST_MLFLOW"
+ENV_URI = "IBROBUST_TRACKING_URI"
+ENV_EXPERIMENT = "IBROBUST_EXPERIMENT_ID"
+ENV_PARENT = "IBROBUST_PARENT_RUN_ID"
+ENV_COMMIT = "IBROBUST_GIT_COMMIT"
+ENV_CONFIG_HASH = "IBROBUST_CONFIG_HASH"
+
+MAX_PARAM_LEN = 6000  # MLflow's limit on a param value
+_BAD_KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-. /]")
+
+
+def mlflow_key(key: str) -> str:
+    """MLflow allows alphanumerics, _ - . space and / in names; map anything else to _."""
+    return _BAD_KEY_CHARS.sub("_", key)
+
+
+def resolve_tracking_uri(configured: str) -> str:
+    """MLFLOW_TRACKING_URI if set, else the config's; relative sqlite/file paths made absolute."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or configured
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        path = Path(uri[len("sqlite:///") :]).resolve()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{path}"
+    if "://" not in uri:  # a plain directory: file store
+        return Path(uri).resolve().as_uri()
+    return uri
+
+
+def _artifact_location(root: str) -> str:
+    return root if "://" in root else Path(root).resolve().as_uri()
+
+
+def _retry(fn, *args, tries: int = 8, **kwargs):
+    """Call an MLflow client method, retrying transient store errors (SQLite locks)."""
+    for i in range(tries):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - the store raises many types
+            transient = "locked" in str(err).lower() or "busy" in str(err).lower()
+            if not transient or i == tries - 1:
+                raise
+            time.sleep(0.2 * 2**i)
+
+
+def start_workflow(config: dict, config_hash: str, basedir: str) -> None:
+    from ibrobust.provenance import git_commit
+
+    os.environ[ENV_CONFIG_HASH] = config_hash
+    os.environ[ENV_COMMIT] = git_commit(basedir)
+    ml = config["mlflow"]
+    if not ml["enabled"]:
+        os.environ[ENV_ENABLED] = "0"
+        return
+    from mlflow.tracking import MlflowClient
+
+    uri = resolve_tracking_uri(ml["tracking_uri"])
+    client = MlflowClient(tracking_uri=uri)  # creating the client creates/migrates the store
+    exp = client.get_experiment_by_name(ml["experiment"])
+    exp_id = (
+        exp.experiment_id
+        if exp
+        else client.create_experiment(
+            ml["experiment"], artifact_location=_artifact_location(ml["artifact_root"])
+        )
+    )
+    run = client.create_run(
+        exp_id,
+        run_name=f"workflow {time.strftime('%Y-%m-%d %H:%M:%S')}",
+        tags={
+            "ibrobust.kind": "workflow",
+            "ibrobust.config_hash": config_hash,
+            "mlflow.source.git.commit": os.environ[ENV_COMMIT],
+            "ibrobust.studies": ",".join(s for s, st in config["studies"].items() if st["enabled"]),
+        },
+    )
+    from ibrobust.provenance import flatten
+
+    params = {mlflow_key(k): str(v)[:MAX_PARAM_LEN] for k, v in flatten(config).items()}
+    items = list(params.items())
+    from mlflow.entities import Param
+
+    for lo in range(0, len(items), 100):
+        _retry(
+            client.log_batch, run.info.run_id, params=[Param(k, v) for k, v in items[lo : lo + 100]]
+        )
+    os.environ.update(
+        {ENV_ENABLED: "1", ENV_URI: uri, ENV_EXPERIMENT: exp_id, ENV_PARENT: run.info.run_id}
+    )
+
+
+def end_workflow(status: str) -> None:
+    if os.environ.get(ENV_ENABLED) != "1" or not os.environ.get(ENV_PARENT):
+        return
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=os.environ[ENV_URI])
+    _retry(client.set_terminated, os.environ[ENV_PARENT], status=status)
+
+
+class JobRun:
+    """One job's MLflow run (a no-op when tracking is off or the job runs outside a workflow)."""
+
+    def __init__(self, run_name: str, tags: dict[str, str], params: dict[str, Any]):
+        self.enabled = os.environ.get(ENV_ENABLED) == "1"
+        self._buffer: list = []
+        self._last_flush = time.monotonic()
+        if not self.enabled:
+            return
+        from mlflow.entities import Param
+        from mlflow.tracking import MlflowClient
+
+        self.client = MlflowClient(tracking_uri=os.environ[ENV_URI])
+        tags = {
+            **tags,
+            "mlflow.parentRunId": os.environ[ENV_PARENT],
+            "mlflow.source.git.commit": os.environ.get(ENV_COMMIT, "unknown"),
+            "ibrobust.config_hash": os.environ.get(ENV_CONFIG_HASH, "unknown"),
+        }
+        run = _retry(
+            self.client.create_run, os.environ[ENV_EXPERIMENT], run_name=run_name, tags=tags
+        )
+        self.run_id = run.info.run_id
+        items = [Param(mlflow_key(k), str(v)[:MAX_PARAM_LEN]) for k, v in params.items()]
+        for lo in range(0, len(items), 100):
+            _retry(self.client.log_batch, self.run_id, params=items[lo : lo + 100])
+
+    def metrics(self, values: dict[str, float], step: int = 0, flush_every: float = 5.0) -> None:
+        if not self.enabled:
+            return
+        from mlflow.entities import Metric
+
+        ts = int(time.time() * 1000)
+        self._buffer += [Metric(mlflow_key(k), float(v), ts, int(step)) for k, v in values.items()]
+        if time.monotonic() - self._last_flush > flush_every or len(self._buffer) >= 900:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.enabled and self._buffer:
+            for lo in range(0, len(self._buffer), 900):
+                _retry(self.client.log_batch, self.run_id, metrics=self._buffer[lo : lo + 900])
+            self._buffer = []
+        self._last_flush = time.monotonic()
+
+    def artifact(self, path: str | os.PathLike, folder: str | None = None) -> None:
+        if self.enabled:
+            _retry(self.client.log_artifact, self.run_id, str(path), artifact_path=folder)
+
+    def end(self, status: str) -> None:
+        if self.enabled:
+            self.flush()
+            _retry(self.client.set_terminated, self.run_id, status=status)

@@ -1,0 +1,62 @@
+"""Rule attack: robust accuracy of one model over a radius grid, every attack + worst case."""
+
+import torch
+from _job import Job
+
+from ibrobust.analysis.robustness import critical_radius
+from ibrobust.attacks.suite import AttackContext, evaluate_attacks
+from ibrobust.data.clusters import ClusterDataConfig, from_arrays
+from ibrobust.io import load_npz, load_torch, save_csv, save_json
+from ibrobust.models.robust_reference import analytic_radius
+from ibrobust.models.two_layer import from_state
+from ibrobust.seeding import torch_generator
+
+p = snakemake.params
+with Job(snakemake) as job:
+    arrays = load_npz(snakemake.input.data)
+    k, d = arrays["means"].shape
+    data = from_arrays(ClusterDataConfig(d=d, k=k), arrays)
+    state = load_torch(snakemake.input.model)
+    net = from_state(state)
+    for prm in net.parameters():
+        prm.requires_grad_(False)
+    pts = slice(None) if p.points is None else slice(0, p.points)
+    x, y, fine = data.test.x[pts], data.test.y[pts], data.test.fine[pts]
+    gen = torch_generator(p.seed, "attack", snakemake.wildcards.grid)
+    job.log.info(
+        "attacking %d test points at %d radii with %s", len(x), len(p.radii), list(p.attacks)
+    )
+    table, correct = evaluate_attacks(
+        net,
+        x,
+        y,
+        fine,
+        list(p.radii),
+        dict(p.attacks),
+        AttackContext(data.means, data.sign),
+        gen,
+        on_attack=lambda a: job.log.info("attack %s done", a),
+    )
+    summary = {"n_points": len(x), "radii": list(p.radii), "critical_radius": {}, "robust_acc": {}}
+    for name, g in table.groupby("attack", sort=False):
+        g = g.sort_values("eps")
+        summary["critical_radius"][name] = critical_radius(
+            g.eps.to_numpy(), g.robust_acc.to_numpy()
+        )
+        summary["robust_acc"][name] = dict(zip(map(str, g.eps), g.robust_acc))
+        for i, acc in enumerate(g.robust_acc):
+            job.metrics({f"robust_acc.{name}": acc}, step=i)
+        job.metrics({f"critical_radius.{name}": summary["critical_radius"][name]})
+    with torch.no_grad():
+        summary["clean_acc"] = float((net.binary_score(x) * y > 0).float().mean())
+    if state.get("kind") == "robust_reference":
+        r = analytic_radius(net, x, y)
+        summary["analytic_radius_median"] = float(r.nanmedian())
+        summary["analytic_critical_radius"] = float(r.nanquantile(0.5))
+    job.log.info(
+        "critical radii %s", {a: round(v, 3) for a, v in summary["critical_radius"].items()}
+    )
+    save_csv(snakemake.output.table, table)
+    save_json(snakemake.output.summary, summary)
+    for f in (snakemake.output.table, snakemake.output.summary):
+        job.artifact(f, "attack")

@@ -1,0 +1,54 @@
+"""Rule fa_summary_table: critical radii, clean accuracy and averaging index per setting."""
+
+import pandas as pd
+from _figures import gather_json
+from _job import Job
+
+from ibrobust.io import atomic_path, save_csv
+
+p = snakemake.params
+with Job(snakemake) as job:
+    kinds = {name: spec["kind"] for name, spec in snakemake.config["models"].items()}
+    att = gather_json(list(snakemake.input.attack), p.attack_runs)
+    ana = {
+        tuple(r[k] for k in ("dataset", "model", "optimizer", "supervision", "seed")): r
+        for r in gather_json(list(snakemake.input.analysis), p.analysis_runs)
+    }
+    rows = []
+    for r in att:
+        key = tuple(r[k] for k in ("dataset", "model", "optimizer", "supervision", "seed"))
+        row = {
+            "dataset": r["dataset"],
+            "model": r["model"],
+            "optimizer": r["optimizer"],
+            "seed": r["seed"],
+            "setting": "robust reference"
+            if kinds[r["model"]] == "robust_reference"
+            else r["supervision"],
+            "clean_acc": r["clean_acc"],
+        }
+        row.update({f"critical_radius.{a}": v for a, v in r["critical_radius"].items()})
+        if key in ana:
+            row.update(
+                {
+                    "fa_index": ana[key]["fa_index_final"],
+                    "residual_max": ana[key]["residual_max"],
+                    "cosine_same_class_mean": ana[key]["cosine_same_class_mean"],
+                }
+            )
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    num = [
+        c for c in table.columns if c.startswith(("critical", "clean", "fa_", "residual", "cosine"))
+    ]
+    agg = table.groupby(["dataset", "model", "optimizer", "setting"], sort=False)[num].agg(
+        ["mean", "std"]
+    )
+    save_csv(snakemake.output.csv, table)
+    with atomic_path(snakemake.output.md) as tmp:
+        tmp.write_text(
+            "# Summary (mean and std over seeds)\n\n" + agg.round(3).to_markdown() + "\n"
+        )
+    job.log.info("summary:\n%s", agg.round(3).to_string())
+    for f in (snakemake.output.csv, snakemake.output.md):
+        job.artifact(f, "tables")
