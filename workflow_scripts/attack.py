@@ -43,7 +43,7 @@ with Job(snakemake) as job:
         summary["critical_radius"][name] = critical_radius(
             g.eps.to_numpy(), g.robust_acc.to_numpy()
         )
-        summary["robust_acc"][name] = dict(zip(map(str, g.eps), g.robust_acc))
+        summary["robust_acc"][name] = dict(zip(map(str, g.eps), g.robust_acc, strict=True))
         for i, acc in enumerate(g.robust_acc):
             job.metrics({f"robust_acc.{name}": acc}, step=i)
         job.metrics({f"critical_radius.{name}": summary["critical_radius"][name]})

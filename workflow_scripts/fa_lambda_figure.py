@@ -1,5 +1,6 @@
 """Rule fa_lambda_figure: lambda trajectories and the feature-averaging index (first seed)."""
 
+import pandas as pd
 import torch
 from _figures import gather_csv, save_outputs
 from _job import Job
@@ -19,10 +20,11 @@ with Job(snakemake) as job:
         )
         fa = feature_averaging_index(torch.tensor(lam.to_numpy()), torch.tensor(same.to_numpy()))
         fa_rows.append(
-            dict(zip(COMBO + ["supervision", "step"], key), fa_index_mean=float(fa.nanmean()))
+            dict(
+                zip(COMBO + ["supervision", "step"], key, strict=True),
+                fa_index_mean=float(fa.nanmean()),
+            )
         )
-    import pandas as pd
-
     fa = pd.DataFrame(fa_rows)
     df = df.merge(fa, on=COMBO + ["supervision", "step"])
     fig = lambda_trajectories(df, fa, style=p.plots["style"])
