@@ -101,14 +101,19 @@ def steepest_direction(
     return u * top if scale == "dual" else u
 
 
-def adaptive_log_lr(log_loss: torch.Tensor, c: float, lr_max: float) -> torch.Tensor:
-    """log eta_t with eta_t = min(lr_max, c / L), from log L (any shape); never NaN for finite log L."""
-    if not c > 0:
+def adaptive_log_lr(
+    log_loss: float | torch.Tensor, c: float | torch.Tensor, lr_max: float
+) -> torch.Tensor:
+    """log eta_t for eta_t = min(lr_max, c / L), from log L; c a float or a tensor broadcasting
+    with log L (one c per problem). Formed in log space: no overflow for L far below 1e-300.
+    """
+    c = torch.as_tensor(c, dtype=torch.float64)
+    if not bool((c > 0).all()):
         raise ValueError(f"c must be > 0, got {c}")
     if not lr_max > 0:
         raise ValueError(f"lr_max must be > 0, got {lr_max}")
     log_loss = torch.as_tensor(log_loss, dtype=torch.float64)
-    return torch.clamp(math.log(c) - log_loss, max=math.log(lr_max))
+    return torch.clamp(torch.log(c) - log_loss, max=math.log(lr_max))
 
 
 class SteepestDescent(torch.optim.Optimizer):
