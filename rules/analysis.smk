@@ -3,14 +3,14 @@
 
 rule analyze:
     input:
-        data=RESULTS + "/datasets/{dataset}/seed{seed}/data.npz",
-        model=RUN_DIR + "/model.pt",
+        data="results/datasets/{dataset}/seed{seed}/data.npz",
+        model="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/model.pt",
     output:
-        lambdas=RUN_DIR + "/analysis/lambdas.csv",
-        cosine=RUN_DIR + "/analysis/cosine.csv",
-        summary=RUN_DIR + "/analysis/summary.json",
+        lambdas="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/analysis/lambdas.csv",
+        cosine="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/analysis/cosine.csv",
+        summary="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/analysis/summary.json",
     log:
-        log_path("analyze"),
+        "results/logs/analyze/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.log",
     params:
         supervision=lambda w: w.supervision,
         code=code("analyze"),

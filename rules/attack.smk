@@ -3,15 +3,15 @@
 
 rule attack:
     input:
-        data=RESULTS + "/datasets/{dataset}/seed{seed}/data.npz",
-        model=RUN_DIR + "/model.pt",
+        data="results/datasets/{dataset}/seed{seed}/data.npz",
+        model="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/model.pt",
     output:
-        table=RUN_DIR + "/attack/{grid}/robust_accuracy.csv",
-        summary=RUN_DIR + "/attack/{grid}/summary.json",
+        table="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/attack/{grid}/robust_accuracy.csv",
+        summary="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/attack/{grid}/summary.json",
     log:
-        RESULTS + "/logs/attack/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.{grid}.log",
+        "results/logs/attack/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.{grid}.log",
     benchmark:
-        RESULTS + "/benchmarks/attack/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.{grid}.tsv"
+        "results/benchmarks/attack/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.{grid}.tsv"
     params:
         attacks=attack_params,
         radii=attack_radii,

@@ -23,7 +23,6 @@ config.clear()
 config.update(_validated)
 CONFIG_HASH = config_hash(config)
 
-RESULTS = "results"
 STUDIES = config["studies"]
 ENABLED = [s for s, st in STUDIES.items() if st["enabled"]]
 
@@ -86,16 +85,12 @@ def code(script):
 
 
 # ---- paths ---------------------------------------------------------------------------
-RUN_DIR = RESULTS + "/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}"
+RUN_DIR = "results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}"
 
 
 def run_dir(study, dataset, model, optimizer, supervision, seed):
     return RUN_DIR.format(study=study, dataset=dataset, model=model, optimizer=optimizer,
                           supervision=supervision, seed=seed)
-
-
-def log_path(rule_name):
-    return RESULTS + "/logs/" + rule_name + "/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.log"
 
 
 def trained_runs(study, datasets=None, seeds=None):
@@ -122,6 +117,42 @@ def scaling_runs(study):
     seeds = sc["seeds"] or st["seeds"]
     dss = [scaling_dataset(study, v) for v in sc["values"]]
     return trained_runs(study, dss, seeds) + reference_runs(study, dss, seeds)
+
+
+# ---- runs that figures and tables gather ----
+FIGURES = "results/{study}/figures"
+
+
+def _runs(runs):
+    return [dict(zip(("dataset", "model", "optimizer", "supervision", "seed"), r)) for r in runs]
+
+
+def first_seed_runs(study):
+    return _runs(trained_runs(study, seeds=[STUDIES[study]["seeds"][0]]))
+
+
+def main_runs(study):
+    return _runs(trained_runs(study) + reference_runs(study))
+
+
+def files(study, runs, tail):
+    return [f"{run_dir(study, **r)}/{tail}" for r in runs]
+
+
+def study_outputs(study):
+    """Every figure and table of a study (what `snakemake <study>` builds)."""
+    st = STUDIES[study]
+    base = f"results/{study}/figures/"
+    names = ["cosine_heatmaps", "lambda_trajectories", "robust_accuracy_vs_radius"]
+    if st.get("scaling") is not None:
+        names.append("critical_radius_scaling")
+    out = [base + n + ext for n in names for ext in (".png", ".pdf", ".csv")]
+    return out + [base + "summary.csv", base + "summary.md"]
+
+
+def default_targets():
+    return [f for s in ENABLED for f in study_outputs(s)]
+
 
 
 # ---- params ----------------------------------------------------------------------------

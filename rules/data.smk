@@ -3,12 +3,12 @@
 
 rule cluster_data:
     output:
-        data=RESULTS + "/datasets/{dataset}/seed{seed}/data.npz",
-        meta=RESULTS + "/datasets/{dataset}/seed{seed}/meta.json",
+        data="results/datasets/{dataset}/seed{seed}/data.npz",
+        meta="results/datasets/{dataset}/seed{seed}/meta.json",
     log:
-        RESULTS + "/logs/cluster_data/{dataset}/seed{seed}.log",
+        "results/logs/cluster_data/{dataset}/seed{seed}.log",
     benchmark:
-        RESULTS + "/benchmarks/cluster_data/{dataset}/seed{seed}.tsv"
+        "results/benchmarks/cluster_data/{dataset}/seed{seed}.tsv"
     params:
         dataset=lambda w: dataset_config(w.dataset),
         seed=lambda w: int(w.seed),

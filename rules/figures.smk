@@ -2,34 +2,15 @@
 # was drawn from. Plot options reach the scripts through params, so changing them reruns
 # only these jobs.
 
-FIGURES = RESULTS + "/{study}/figures"
-
-
-def _runs(runs):
-    return [dict(zip(("dataset", "model", "optimizer", "supervision", "seed"), r)) for r in runs]
-
-
-def first_seed_runs(study):
-    return _runs(trained_runs(study, seeds=[STUDIES[study]["seeds"][0]]))
-
-
-def main_runs(study):
-    return _runs(trained_runs(study) + reference_runs(study))
-
-
-def files(study, runs, tail):
-    return [run_dir(study, **r) + tail for r in runs]
-
-
 rule fa_cosine_figure:
     input:
-        lambda w: files(w.study, first_seed_runs(w.study), "/analysis/cosine.csv"),
+        lambda w: files(w.study, first_seed_runs(w.study), "analysis/cosine.csv"),
     output:
-        png=FIGURES + "/cosine_heatmaps.png",
-        pdf=FIGURES + "/cosine_heatmaps.pdf",
-        csv=FIGURES + "/cosine_heatmaps.csv",
+        png="results/{study}/figures/cosine_heatmaps.png",
+        pdf="results/{study}/figures/cosine_heatmaps.pdf",
+        csv="results/{study}/figures/cosine_heatmaps.csv",
     log:
-        RESULTS + "/logs/figures/{study}/cosine_heatmaps.log",
+        "results/logs/figures/{study}/cosine_heatmaps.log",
     params:
         runs=lambda w: first_seed_runs(w.study),
         plots=plot_params,
@@ -42,13 +23,13 @@ rule fa_cosine_figure:
 
 rule fa_lambda_figure:
     input:
-        lambda w: files(w.study, first_seed_runs(w.study), "/analysis/lambdas.csv"),
+        lambda w: files(w.study, first_seed_runs(w.study), "analysis/lambdas.csv"),
     output:
-        png=FIGURES + "/lambda_trajectories.png",
-        pdf=FIGURES + "/lambda_trajectories.pdf",
-        csv=FIGURES + "/lambda_trajectories.csv",
+        png="results/{study}/figures/lambda_trajectories.png",
+        pdf="results/{study}/figures/lambda_trajectories.pdf",
+        csv="results/{study}/figures/lambda_trajectories.csv",
     log:
-        RESULTS + "/logs/figures/{study}/lambda_trajectories.log",
+        "results/logs/figures/{study}/lambda_trajectories.log",
     params:
         runs=lambda w: first_seed_runs(w.study),
         plots=plot_params,
@@ -61,13 +42,13 @@ rule fa_lambda_figure:
 
 rule fa_robust_figure:
     input:
-        lambda w: files(w.study, main_runs(w.study), "/attack/main/robust_accuracy.csv"),
+        lambda w: files(w.study, main_runs(w.study), "attack/main/robust_accuracy.csv"),
     output:
-        png=FIGURES + "/robust_accuracy_vs_radius.png",
-        pdf=FIGURES + "/robust_accuracy_vs_radius.pdf",
-        csv=FIGURES + "/robust_accuracy_vs_radius.csv",
+        png="results/{study}/figures/robust_accuracy_vs_radius.png",
+        pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
+        csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
     log:
-        RESULTS + "/logs/figures/{study}/robust_accuracy_vs_radius.log",
+        "results/logs/figures/{study}/robust_accuracy_vs_radius.log",
     params:
         runs=lambda w: main_runs(w.study),
         datasets=lambda w: {ds: dataset_config(ds) for ds in STUDIES[w.study]["datasets"]},
@@ -81,13 +62,13 @@ rule fa_robust_figure:
 
 rule fa_scaling_figure:
     input:
-        lambda w: files(w.study, _runs(scaling_runs(w.study)), "/attack/scaling/robust_accuracy.csv"),
+        lambda w: files(w.study, _runs(scaling_runs(w.study)), "attack/scaling/robust_accuracy.csv"),
     output:
-        png=FIGURES + "/critical_radius_scaling.png",
-        pdf=FIGURES + "/critical_radius_scaling.pdf",
-        csv=FIGURES + "/critical_radius_scaling.csv",
+        png="results/{study}/figures/critical_radius_scaling.png",
+        pdf="results/{study}/figures/critical_radius_scaling.pdf",
+        csv="results/{study}/figures/critical_radius_scaling.csv",
     log:
-        RESULTS + "/logs/figures/{study}/critical_radius_scaling.log",
+        "results/logs/figures/{study}/critical_radius_scaling.log",
     params:
         runs=lambda w: _runs(scaling_runs(w.study)),
         datasets=lambda w: {r[0]: dataset_config(r[0]) for r in scaling_runs(w.study)},
@@ -102,13 +83,13 @@ rule fa_scaling_figure:
 
 rule fa_summary_table:
     input:
-        attack=lambda w: files(w.study, main_runs(w.study), "/attack/main/summary.json"),
-        analysis=lambda w: files(w.study, _runs(trained_runs(w.study)), "/analysis/summary.json"),
+        attack=lambda w: files(w.study, main_runs(w.study), "attack/main/summary.json"),
+        analysis=lambda w: files(w.study, _runs(trained_runs(w.study)), "analysis/summary.json"),
     output:
-        csv=FIGURES + "/summary.csv",
-        md=FIGURES + "/summary.md",
+        csv="results/{study}/figures/summary.csv",
+        md="results/{study}/figures/summary.md",
     log:
-        RESULTS + "/logs/figures/{study}/summary.log",
+        "results/logs/figures/{study}/summary.log",
     params:
         attack_runs=lambda w: main_runs(w.study),
         analysis_runs=lambda w: _runs(trained_runs(w.study)),

@@ -3,14 +3,14 @@
 
 rule train:
     input:
-        data=RESULTS + "/datasets/{dataset}/seed{seed}/data.npz",
+        data="results/datasets/{dataset}/seed{seed}/data.npz",
     output:
-        model=RUN_DIR + "/model.pt",
-        history=RUN_DIR + "/history.csv",
+        model="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/model.pt",
+        history="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/history.csv",
     log:
-        log_path("train"),
+        "results/logs/train/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.log",
     benchmark:
-        RESULTS + "/benchmarks/train/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.tsv"
+        "results/benchmarks/train/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.tsv"
     params:
         dataset=lambda w: dataset_config(w.dataset),
         model=model_params,
