@@ -47,8 +47,8 @@ with Job(snakemake) as job:
     save_csv(snakemake.output.csv, table)
     with atomic_path(snakemake.output.md) as tmp:
         tmp.write_text(
-            "# Summary (mean and std over seeds)\n\n" + agg.round(3).to_markdown() + "\n"
+            "# Summary (mean and std over seeds)\n\n" + agg.round(3).to_markdown(index=False) + "\n"
         )
-    job.log.info("summary:\n%s", agg.round(3).to_string())
+    job.log.info("summary:\n%s", agg.round(3).to_string(index=False))
     for f in (snakemake.output.csv, snakemake.output.md):
         job.artifact(f, "tables")

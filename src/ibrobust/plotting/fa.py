@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -172,6 +173,10 @@ def critical_radius_scaling(
         ax.plot(vals, np.full_like(vals, math.sqrt(d)), "k:", lw=1, label="sqrt(d)")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xticks(vals)
     ax.set_xlabel(key)
     ax.set_ylabel("critical l2 radius (50% robust acc.)")
     ax.set_title(f"critical radius vs {key} at d={d}", fontsize=9)

@@ -1,0 +1,87 @@
+"""Benchmark: the workflow's fixed costs and wall times (printed, never asserted).
+
+* per-job fixed overhead: wall time of jobs whose compute is negligible (the tiny
+  config's cluster_data and train jobs: process start, imports, data I/O, MLflow run
+  creation and logging), read from Snakemake's benchmark files, MLflow on and off;
+* wall time of the default target on this machine (--cores 2) with --default;
+* a no-op rerun (nothing changed) of the completed workflow.
+
+  python benchmarks/bench_workflow.py            # overhead + no-op rerun (tiny config)
+  python benchmarks/bench_workflow.py --default  # + the default target from scratch (~10 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / "tests" / "workflow" / "configs" / "tiny.yaml"
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
+
+
+def run(workdir: Path, *args: str) -> float:
+    t = time.perf_counter()
+    subprocess.run(
+        [*SNAKEMAKE, "-d", str(workdir), "--cores", "2", "--quiet", "all", *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - t
+
+
+def job_seconds(workdir: Path, rule: str) -> list[float]:
+    out = []
+    for f in (workdir / "results" / "benchmarks" / rule).rglob("*.tsv"):
+        with open(f) as fh:
+            out.append(float(next(csv.DictReader(fh, delimiter="\t"))["s"]))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--default", action="store_true", help="also time the default target from scratch"
+    )
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for tracking in ("on", "off"):
+            wd = Path(tmp) / f"tiny_{tracking}"
+            extra = ["--configfile", str(TINY)]
+            if tracking == "off":
+                extra += ["--config", "mlflow={enabled: false}"]
+            wall = run(wd, *extra)
+            for rule in ("cluster_data", "train"):
+                s = sorted(job_seconds(wd, rule))
+                rows.append(
+                    (
+                        f"per-job wall, {rule} (tiny, MLflow {tracking})",
+                        f"median {s[len(s) // 2]:.2f} s  (min {s[0]:.2f}, max {s[-1]:.2f}, {len(s)} jobs)",
+                    )
+                )
+            rows.append((f"tiny config end to end (MLflow {tracking})", f"{wall:.1f} s"))
+            if tracking == "on":
+                rows.append(("no-op rerun (tiny, nothing changed)", f"{run(wd, *extra):.2f} s"))
+        if args.default:
+            wd = Path(tmp) / "default"
+            rows.append(("default target from scratch, --cores 2", f"{run(wd) / 60:.1f} min"))
+            rows.append(("no-op rerun (default, nothing changed)", f"{run(wd):.2f} s"))
+            shutil.rmtree(wd, ignore_errors=True)
+    width = max(len(r[0]) for r in rows)
+    print(f"\nworkflow benchmark ({time.strftime('%Y-%m-%d %H:%M')})")
+    for name, val in rows:
+        print(f"{name:<{width}}  {val}")
+
+
+if __name__ == "__main__":
+    main()
