@@ -25,6 +25,8 @@ CONFIG_HASH = config_hash(config)
 
 STUDIES = config["studies"]
 ENABLED = [s for s, st in STUDIES.items() if st["enabled"]]
+FA_STUDIES = [s for s, st in STUDIES.items() if st["kind"] == "feature_averaging"]
+PRICE_STUDIES = [s for s, st in STUDIES.items() if st["kind"] == "price_linear"]
 
 
 # ---- datasets: registry entries and the scaling sweep's derived variants ---------------
@@ -67,8 +69,9 @@ def _alternatives(names):
 
 REFERENCE_OPTIMIZER = "handbuilt"
 
+# study: the feature_averaging rules; price_linear rules set their own (PRICE_WILDCARDS)
 wildcard_constraints:
-    study=_alternatives(STUDIES) or "^$",
+    study=_alternatives(FA_STUDIES) or "^$",
     dataset=_alternatives(DATASETS),
     model=_alternatives(config["models"]),
     optimizer=_alternatives([*config["optimizers"], REFERENCE_OPTIMIZER]),
@@ -142,16 +145,71 @@ def files(study, runs, tail):
 def study_outputs(study):
     """Every figure and table of a study (what `snakemake <study>` builds)."""
     st = STUDIES[study]
+    if st["kind"] == "price_linear":
+        return price_outputs(study)
     base = f"results/{study}/figures/"
     names = ["cosine_heatmaps", "lambda_trajectories", "robust_accuracy_vs_radius"]
     if st.get("scaling") is not None:
         names.append("critical_radius_scaling")
-    out = [base + n + ext for n in names for ext in (".png", ".pdf", ".csv")]
-    return out + [base + "summary.csv", base + "summary.md"]
+    out = [f"{base}{n}{ext}" for n in names for ext in (".png", ".pdf", ".csv")]
+    return out + [f"{base}summary.csv", f"{base}summary.md"]
 
 
 def default_targets():
     return [f for s in ENABLED for f in study_outputs(s)]
+
+
+# ---- Study PRICE-LIN (kind price_linear): regime (dataset) x n x algorithm (optimizer) ------
+PRICE_WILDCARDS = dict(
+    study=_alternatives(PRICE_STUDIES) or "^$",
+    dataset=_alternatives({d for s in PRICE_STUDIES for d in STUDIES[s]["datasets"]}) or "^$",
+    optimizer=_alternatives({o for s in PRICE_STUDIES for o in STUDIES[s]["optimizers"]}) or "^$",
+    n=r"\d+",
+    gap="robust|clean",
+)
+PRICE_FIGURES = ["gap_vs_n", "gap_difference_robust", "gap_difference_clean", "solution_cosines"]
+
+
+def price_outputs(study):
+    base = f"results/{study}/figures/"
+    out = [f"{base}{n}{ext}" for n in PRICE_FIGURES for ext in (".png", ".pdf", ".csv")]
+    return out + [f"{base}summary.csv", f"{base}summary.md"]
+
+
+def price_runs(study):
+    """One training job per (dataset, optimizer, n): wildcards as plain python values."""
+    st = STUDIES[study]
+    return [dict(dataset=ds, optimizer=o, n=int(n))
+            for ds in st["datasets"] for o in st["optimizers"] for n in st["n_train"]]
+
+
+def price_files(study, tail):
+    return [f"results/{study}/{r['dataset']}/{r['optimizer']}/n{r['n']}/{tail}"
+            for r in price_runs(study)]
+
+
+def price_data(wildcards):
+    """What a data job draws: the dataset entry, the draws and the seed."""
+    st = STUDIES[wildcards.study]
+    return dict(dataset=dataset_config(wildcards.dataset), seed=int(st["seed"]),
+                draws=[int(r) for r in st["draws"]])
+
+
+def price_training(wildcards):
+    """What a training job runs: the algorithm, the shared stopping rule, the eps grid."""
+    st = STUDIES[wildcards.study]
+    return dict(optimizer=config["optimizers"][wildcards.optimizer],
+                stopping=dict(loss_threshold=float(st["stopping"]["loss_threshold"]),
+                              max_iters=int(st["stopping"]["max_iters"])),
+                eps_fractions=[float(f) for f in st["eps_fractions"]])
+
+
+def price_registry(wildcards):
+    """The study's dataset and optimizer entries (figure labels) and its GD - CD pair."""
+    st = STUDIES[wildcards.study]
+    return dict(datasets={d: dataset_config(d) for d in st["datasets"]},
+                optimizers={o: config["optimizers"][o] for o in st["optimizers"]},
+                gap_difference=list(st["gap_difference"]))
 
 
 

@@ -4,3 +4,8 @@
 rule fa:
     input:
         study_outputs("fa") if "fa" in STUDIES else [],
+
+
+rule price_linear:
+    input:
+        study_outputs("price_linear") if "price_linear" in STUDIES else [],

@@ -61,7 +61,9 @@ class Job:
         }
         if "study" in wc:
             tags["ibrobust.study"] = wc["study"]
-        self.run = JobRun(name, tags, flatten(params))
+        self.run = JobRun(
+            name, tags, flatten(params), log_file=self.smk.log[0] if self.smk.log else None
+        )
         self.log.info(
             "start %s threads=%d mlflow=%s",
             name,

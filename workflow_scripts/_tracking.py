@@ -123,54 +123,124 @@ def end_workflow(status: str) -> None:
 
 
 class JobRun:
-    """One job's MLflow run (a no-op when tracking is off or the job runs outside a workflow)."""
+    """One job's MLflow run, logged by a sink process (a no-op when tracking is off).
 
-    def __init__(self, run_name: str, tags: dict[str, str], params: dict[str, Any]):
+    The job sends JSON lines (start, metrics, artifact, end) to a child process running
+    this module (``python _tracking.py``) that imports MLflow and writes to the store.
+    Importing MLflow (~2 s of CPU) and waiting on the store (SQLite locks, a remote
+    server) thus overlap with the job's own imports and compute instead of adding to
+    them. ``end`` waits for the sink and raises if it failed, so a job whose run was
+    not logged does not count as complete. Paths are made absolute before sending.
+    """
+
+    def __init__(
+        self,
+        run_name: str,
+        tags: dict[str, str],
+        params: dict[str, Any],
+        log_file: str | None = None,
+    ):
         self.enabled = os.environ.get(ENV_ENABLED) == "1"
         self._buffer: list = []
         self._last_flush = time.monotonic()
         if not self.enabled:
             return
-        from mlflow.entities import Param
-        from mlflow.tracking import MlflowClient
+        import subprocess
+        import sys
 
-        self.client = MlflowClient(tracking_uri=os.environ[ENV_URI])
+        self._stderr = open(log_file, "a") if log_file else None  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            [sys.executable, __file__],
+            stdin=subprocess.PIPE,
+            text=True,
+            stdout=self._stderr,
+            stderr=self._stderr,
+        )
         tags = {
             **tags,
             "mlflow.parentRunId": os.environ[ENV_PARENT],
             "mlflow.source.git.commit": os.environ.get(ENV_COMMIT, "unknown"),
             "ibrobust.config_hash": os.environ.get(ENV_CONFIG_HASH, "unknown"),
         }
-        run = _retry(
-            self.client.create_run, os.environ[ENV_EXPERIMENT], run_name=run_name, tags=tags
-        )
-        self.run_id = run.info.run_id
-        items = [Param(mlflow_key(k), str(v)[:MAX_PARAM_LEN]) for k, v in params.items()]
-        for lo in range(0, len(items), 100):
-            _retry(self.client.log_batch, self.run_id, params=items[lo : lo + 100])
+        params = {mlflow_key(k): str(v)[:MAX_PARAM_LEN] for k, v in params.items()}
+        self._send({"op": "start", "name": run_name, "tags": tags, "params": params})
+
+    def _send(self, msg: dict) -> None:
+        import json
+
+        try:
+            self._proc.stdin.write(json.dumps(msg) + "\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the sink died; end() reports its exit status
 
     def metrics(self, values: dict[str, float], step: int = 0, flush_every: float = 5.0) -> None:
         if not self.enabled:
             return
-        from mlflow.entities import Metric
-
         ts = int(time.time() * 1000)
-        self._buffer += [Metric(mlflow_key(k), float(v), ts, int(step)) for k, v in values.items()]
+        self._buffer += [[mlflow_key(k), float(v), ts, int(step)] for k, v in values.items()]
         if time.monotonic() - self._last_flush > flush_every or len(self._buffer) >= 900:
             self.flush()
 
     def flush(self) -> None:
         if self.enabled and self._buffer:
-            for lo in range(0, len(self._buffer), 900):
-                _retry(self.client.log_batch, self.run_id, metrics=self._buffer[lo : lo + 900])
+            self._send({"op": "metrics", "items": self._buffer})
             self._buffer = []
         self._last_flush = time.monotonic()
 
     def artifact(self, path: str | os.PathLike, folder: str | None = None) -> None:
         if self.enabled:
-            _retry(self.client.log_artifact, self.run_id, str(path), artifact_path=folder)
+            self._send({"op": "artifact", "path": str(Path(path).resolve()), "folder": folder})
 
     def end(self, status: str) -> None:
-        if self.enabled:
-            self.flush()
-            _retry(self.client.set_terminated, self.run_id, status=status)
+        if not self.enabled:
+            return
+        self.flush()
+        self._send({"op": "end", "status": status})
+        try:
+            self._proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        code = self._proc.wait()
+        if self._stderr:
+            self._stderr.close()
+        if code != 0:
+            raise RuntimeError(f"MLflow logging failed (sink exit code {code}); see the job log")
+
+
+def _sink() -> None:
+    """Apply the JSON lines a :class:`JobRun` sends to the MLflow store."""
+    import json
+    import sys
+
+    from mlflow.entities import Metric, Param
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=os.environ[ENV_URI])
+    run_id = None
+    for line in sys.stdin:
+        msg = json.loads(line)
+        op = msg["op"]
+        if op == "start":
+            run = _retry(
+                client.create_run,
+                os.environ[ENV_EXPERIMENT],
+                run_name=msg["name"],
+                tags=msg["tags"],
+            )
+            run_id = run.info.run_id
+            items = [Param(k, v) for k, v in msg["params"].items()]
+            for lo in range(0, len(items), 100):
+                _retry(client.log_batch, run_id, params=items[lo : lo + 100])
+        elif op == "metrics":
+            items = [Metric(*m) for m in msg["items"]]
+            for lo in range(0, len(items), 900):
+                _retry(client.log_batch, run_id, metrics=items[lo : lo + 900])
+        elif op == "artifact":
+            _retry(client.log_artifact, run_id, msg["path"], artifact_path=msg["folder"])
+        elif op == "end":
+            _retry(client.set_terminated, run_id, status=msg["status"])
+
+
+if __name__ == "__main__":
+    _sink()

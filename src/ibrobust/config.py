@@ -77,6 +77,8 @@ def validate_config(config: dict, schema: dict) -> dict:
 
 
 # Which keys of a registry entry belong to which kind (the schema lists their union).
+# Datasets, optimizers and studies instead have one schema definition per kind (selected
+# by if/then on ``kind``), because their kinds need different defaults for the same key.
 KIND_FIELDS = {
     "models": {"two_layer": {"m", "init_scale"}, "robust_reference": {"beta"}},
     "attacks": {"pgd": {"norm", "loss", "steps", "restarts", "step_size"}, "universal": set()},
@@ -107,67 +109,112 @@ def _check_references(cfg: dict) -> None:
         where = f"datasets.{name}"
         if ds["kind"] == "clusters":
             _check_clusters(ds, where)
+        elif ds["kind"] == "teacher":
+            _check_teacher(ds, where)
     for sname, st in cfg["studies"].items():
         where = f"studies.{sname}"
-        for field, registry in (
-            ("datasets", "datasets"),
-            ("models", "models"),
-            ("optimizers", "optimizers"),
-            ("attacks", "attacks"),
-        ):
-            for i, item in enumerate(st[field]):
-                if item not in cfg[registry]:
-                    raise ConfigError(
-                        f"config key {where}.{field}[{i}]: {item!r} is not defined under "
-                        f"{registry} (defined: {sorted(cfg[registry])})"
-                    )
-        for i, m in enumerate(st["models"]):
-            if cfg["models"][m]["kind"] == "robust_reference":
+        if st["kind"] == "feature_averaging":
+            _check_feature_averaging(cfg, st, where)
+        elif st["kind"] == "price_linear":
+            _check_price_linear(cfg, st, where)
+
+
+def _check_registry_names(cfg: dict, st: dict, where: str, fields: tuple[str, ...]) -> None:
+    for field in fields:
+        for i, item in enumerate(st[field]):
+            if item not in cfg[field]:
                 raise ConfigError(
-                    f"config key {where}.models[{i}]: {m!r} is a robust_reference; "
-                    "put it under reference, it is not trained"
+                    f"config key {where}.{field}[{i}]: {item!r} is not defined under "
+                    f"{field} (defined: {sorted(cfg[field])})"
                 )
-        ref = st.get("reference")
-        if ref is not None and (
-            ref not in cfg["models"] or cfg["models"][ref]["kind"] != "robust_reference"
+
+
+def _check_kinds(cfg: dict, st: dict, where: str, field: str, kinds: tuple[str, ...]) -> None:
+    for i, item in enumerate(st[field]):
+        kind = cfg[field][item]["kind"]
+        if kind not in kinds:
+            raise ConfigError(
+                f"config key {where}.{field}[{i}]: {item!r} is of kind {kind!r}; "
+                f"a {st['kind']} study needs {' or '.join(kinds)}"
+            )
+
+
+def _check_feature_averaging(cfg: dict, st: dict, where: str) -> None:
+    _check_registry_names(cfg, st, where, ("datasets", "models", "optimizers", "attacks"))
+    for i, m in enumerate(st["models"]):
+        if cfg["models"][m]["kind"] == "robust_reference":
+            raise ConfigError(
+                f"config key {where}.models[{i}]: {m!r} is a robust_reference; "
+                "put it under reference, it is not trained"
+            )
+    ref = st.get("reference")
+    if ref is not None and (
+        ref not in cfg["models"] or cfg["models"][ref]["kind"] != "robust_reference"
+    ):
+        raise ConfigError(
+            f"config key {where}.reference: {ref!r} must name a model of kind robust_reference"
+        )
+    for i, dn in enumerate(st["datasets"]):
+        if cfg["datasets"][dn]["kind"] != "clusters":
+            raise ConfigError(
+                f"config key {where}.datasets[{i}]: feature_averaging needs clusters data"
+            )
+    _check_kinds(cfg, st, where, "optimizers", ("gd",))
+    for i, a in enumerate(st["attacks"]):
+        if (
+            cfg["attacks"][a]["kind"] == "pgd"
+            and cfg["attacks"][a]["loss"] == "ce"
+            and "multiclass" not in st["supervisions"]
         ):
             raise ConfigError(
-                f"config key {where}.reference: {ref!r} must name a model of kind robust_reference"
+                f"config key {where}.attacks[{i}]: {a!r} attacks the fine-label "
+                "cross-entropy but the study trains no multiclass model"
             )
-        if st["kind"] == "feature_averaging":
-            for i, dn in enumerate(st["datasets"]):
-                if cfg["datasets"][dn]["kind"] != "clusters":
-                    raise ConfigError(
-                        f"config key {where}.datasets[{i}]: feature_averaging needs clusters data"
-                    )
-        for i, a in enumerate(st["attacks"]):
-            if (
-                cfg["attacks"][a]["kind"] == "pgd"
-                and cfg["attacks"][a]["loss"] == "ce"
-                and "multiclass" not in st["supervisions"]
-            ):
+    sc = st.get("scaling")
+    if sc is not None:
+        if sc["dataset"] not in cfg["datasets"]:
+            raise ConfigError(
+                f"config key {where}.scaling.dataset: {sc['dataset']!r} is not defined under datasets"
+            )
+        base = cfg["datasets"][sc["dataset"]]
+        for i, v in enumerate(sc["values"]):
+            variant = dict(base, **{sc["key"]: _typed(sc["key"], v)})
+            if sc["key"] in ("k", "d", "n_train") and float(v) != int(v):
                 raise ConfigError(
-                    f"config key {where}.attacks[{i}]: {a!r} attacks the fine-label "
-                    "cross-entropy but the study trains no multiclass model"
+                    f"config key {where}.scaling.values[{i}]: {sc['key']} must be an integer, got {v}"
                 )
-        sc = st.get("scaling")
-        if sc is not None:
-            if sc["dataset"] not in cfg["datasets"]:
-                raise ConfigError(
-                    f"config key {where}.scaling.dataset: {sc['dataset']!r} is not defined under datasets"
-                )
-            base = cfg["datasets"][sc["dataset"]]
-            for i, v in enumerate(sc["values"]):
-                variant = dict(base, **{sc["key"]: _typed(sc["key"], v)})
-                if sc["key"] in ("k", "d", "n_train") and float(v) != int(v):
-                    raise ConfigError(
-                        f"config key {where}.scaling.values[{i}]: {sc['key']} must be an integer, got {v}"
-                    )
-                _check_clusters(variant, f"{where}.scaling.values[{i}]")
+            _check_clusters(variant, f"{where}.scaling.values[{i}]")
+
+
+def _check_price_linear(cfg: dict, st: dict, where: str) -> None:
+    _check_registry_names(cfg, st, where, ("datasets", "optimizers"))
+    _check_kinds(cfg, st, where, "datasets", ("teacher",))
+    _check_kinds(cfg, st, where, "optimizers", ("steepest", "diag_gd"))
+    if not any(float(f) == 0.0 for f in st["eps_fractions"]):
+        raise ConfigError(
+            f"config key {where}.eps_fractions: must contain 0 (plain ERM, the baseline "
+            f"of every figure), got {st['eps_fractions']}"
+        )
+    if len({float(f) for f in st["eps_fractions"]}) != len(st["eps_fractions"]):
+        raise ConfigError(
+            f"config key {where}.eps_fractions: duplicate values {st['eps_fractions']}"
+        )
+    for i, name in enumerate(st["gap_difference"]):
+        if name not in st["optimizers"]:
+            raise ConfigError(
+                f"config key {where}.gap_difference[{i}]: {name!r} is not one of the "
+                f"study's optimizers {st['optimizers']}"
+            )
 
 
 def _typed(key: str, v: Any) -> Any:
     return int(v) if key in ("k", "d", "n_train") else float(v)
+
+
+def _check_teacher(ds: dict, where: str) -> None:
+    for key in ("k_w", "k_x"):
+        if ds[key] > ds["d"]:
+            raise ConfigError(f"config key {where}.{key}: {key}={ds[key]} must be <= d={ds['d']}")
 
 
 def _check_clusters(ds: dict, where: str) -> None:

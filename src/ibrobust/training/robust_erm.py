@@ -53,7 +53,10 @@ sd): the exponential loss is (L R_*^2)-smooth w.r.t. ||.|| along the step, so th
 natural ``eta_t = 1 / (R^2 L)`` of App. F.1 ("R is the largest norm of the train data").
 The paper trains the diagonal net with a *constant* small step (``adaptive=False``): with
 ``c / L`` steps its parameter step is proportional to |u|, so w grows geometrically and
-a large c diverges.
+a large c diverges. ``c_scale`` multiplies the default per-problem c (``c_scale / R_b^2``):
+for the diagonal net the (u, v)-space step is the w-space one times ~|u|, so from the
+small init a multiple of ``1 / R^2`` is needed to leave the init within a few thousand
+steps (the workflow's config records the value and why).
 """
 
 from __future__ import annotations
@@ -79,7 +82,8 @@ class RobustERMConfig:
     algorithm: str = "gd"  # "gd" | "cd" | "sd" | "diag_gd"
     adaptive: bool = True  # eta_t = min(lr_max, c / L(w_t)) (linear models, App. F.1); False -> lr
     lr: float = 1e-2  # constant step size when adaptive=False (the paper's diag-net choice)
-    c: float | None = None  # adaptive numerator; None -> 1 / (max_i ||x_i||_*)^2 per problem
+    c: float | None = None  # adaptive numerator; None -> c_scale / (max_i ||x_i||_*)^2 per problem
+    c_scale: float = 1.0  # multiplier of the default c (only with c=None; see module docstring)
     lr_max: float = (
         math.inf
     )  # cap eta_max of the adaptive step (the paper's finite value is not in our text)
@@ -106,6 +110,13 @@ class RobustERMConfig:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if self.c is not None and not self.c > 0:
             raise ValueError(f"c must be > 0 or None, got {self.c}")
+        if not self.c_scale > 0:
+            raise ValueError(f"c_scale must be > 0, got {self.c_scale}")
+        if self.c is not None and self.c_scale != 1.0:
+            raise ValueError(
+                f"c_scale scales the default c and needs c=None, got c={self.c}, "
+                f"c_scale={self.c_scale}"
+            )
         if not self.lr_max > 0:
             raise ValueError(f"lr_max must be > 0, got {self.lr_max}")
         if self.adaptive and self.scale == "unit" and not math.isfinite(self.lr_max):
@@ -233,7 +244,7 @@ def train_robust_erm(
     c = (
         torch.full((bsz,), config.c, dtype=dtype)
         if config.c is not None
-        else default_c(x, config.norm)
+        else config.c_scale * default_c(x, config.norm)
     )
     diag = config.algorithm == "diag_gd"
     out = RobustERMResult(

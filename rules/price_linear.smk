@@ -1,0 +1,194 @@
+# Study PRICE-LIN (kind price_linear): robust ERM with steepest descent on linear models and
+# GD on diagonal nets (Tsilivis et al. NeurIPS 2024, Sec. 5.1). Jobs: the test set per regime,
+# the training draws + exact l_inf margins per (regime, n), one vectorised training job per
+# (regime, n, algorithm) over every draw x eps fraction, then figures and tables. Adding an
+# n value or a regime adds only its own data and training jobs (and reruns the figures).
+
+
+rule price_test_data:
+    output:
+        data="results/{study}/{dataset}/data/test.npz",
+        meta="results/{study}/{dataset}/data/test.json",
+    log:
+        "results/logs/price_test_data/{study}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/price_test_data/{study}/{dataset}.tsv"
+    wildcard_constraints:
+        study=PRICE_WILDCARDS["study"],
+        dataset=PRICE_WILDCARDS["dataset"],
+    params:
+        dataset=lambda w: price_data(w)["dataset"],
+        seed=lambda w: price_data(w)["seed"],
+        code=code("price_test_data"),
+    threads: config["threads"]
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/price_test_data.py"
+
+
+rule price_train_data:
+    output:
+        data="results/{study}/{dataset}/data/n{n}.npz",
+        meta="results/{study}/{dataset}/data/n{n}.json",
+    log:
+        "results/logs/price_train_data/{study}/{dataset}/n{n}.log",
+    benchmark:
+        "results/benchmarks/price_train_data/{study}/{dataset}/n{n}.tsv"
+    wildcard_constraints:
+        study=PRICE_WILDCARDS["study"],
+        dataset=PRICE_WILDCARDS["dataset"],
+        n=PRICE_WILDCARDS["n"],
+    params:
+        dataset=lambda w: price_data(w)["dataset"],
+        seed=lambda w: price_data(w)["seed"],
+        draws=lambda w: price_data(w)["draws"],
+        n=lambda w: int(w.n),
+        code=code("price_train_data"),
+    threads: config["threads"]
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/price_train_data.py"
+
+
+rule price_train:
+    input:
+        train="results/{study}/{dataset}/data/n{n}.npz",
+        test="results/{study}/{dataset}/data/test.npz",
+    output:
+        metrics="results/{study}/{dataset}/{optimizer}/n{n}/metrics.csv",
+        weights="results/{study}/{dataset}/{optimizer}/n{n}/weights.npz",
+    log:
+        "results/logs/price_train/{study}/{dataset}/{optimizer}/n{n}.log",
+    benchmark:
+        "results/benchmarks/price_train/{study}/{dataset}/{optimizer}/n{n}.tsv"
+    wildcard_constraints:
+        study=PRICE_WILDCARDS["study"],
+        dataset=PRICE_WILDCARDS["dataset"],
+        optimizer=PRICE_WILDCARDS["optimizer"],
+        n=PRICE_WILDCARDS["n"],
+    params:
+        optimizer=lambda w: price_training(w)["optimizer"],
+        stopping=lambda w: price_training(w)["stopping"],
+        eps_fractions=lambda w: price_training(w)["eps_fractions"],
+        code=code("price_train"),
+    threads: config["threads"]
+    resources:
+        mem_mb=3000,
+        runtime=60,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/price_train.py"
+
+
+rule price_gap_figure:
+    input:
+        lambda w: price_files(w.study, "metrics.csv"),
+    output:
+        png="results/{study}/figures/gap_vs_n.png",
+        pdf="results/{study}/figures/gap_vs_n.pdf",
+        csv="results/{study}/figures/gap_vs_n.csv",
+    log:
+        "results/logs/figures/{study}/gap_vs_n.log",
+    wildcard_constraints:
+        study=PRICE_WILDCARDS["study"],
+    params:
+        runs=lambda w: price_runs(w.study),
+        registry=price_registry,
+        plots=plot_params,
+        code=code("price_gap_figure"),
+    threads: config["threads"]
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/price_gap_figure.py"
+
+
+rule price_gap_difference_figure:
+    input:
+        lambda w: price_files(w.study, "metrics.csv"),
+    output:
+        png="results/{study}/figures/gap_difference_{gap}.png",
+        pdf="results/{study}/figures/gap_difference_{gap}.pdf",
+        csv="results/{study}/figures/gap_difference_{gap}.csv",
+    log:
+        "results/logs/figures/{study}/gap_difference_{gap}.log",
+    wildcard_constraints:
+        study=PRICE_WILDCARDS["study"],
+        gap=PRICE_WILDCARDS["gap"],
+    params:
+        runs=lambda w: price_runs(w.study),
+        registry=price_registry,
+        gap=lambda w: f"{w.gap}_gap",
+        plots=plot_params,
+        code=code("price_gap_difference_figure"),
+    threads: config["threads"]
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/price_gap_difference_figure.py"
+
+
+rule price_cosine_figure:
+    input:
+        lambda w: price_files(w.study, "weights.npz"),
+    output:
+        png="results/{study}/figures/solution_cosines.png",
+        pdf="results/{study}/figures/solution_cosines.pdf",
+        csv="results/{study}/figures/solution_cosines.csv",
+    log:
+        "results/logs/figures/{study}/solution_cosines.log",
+    wildcard_constraints:
+        study=PRICE_WILDCARDS["study"],
+    params:
+        runs=lambda w: price_runs(w.study),
+        registry=price_registry,
+        plots=plot_params,
+        code=code("price_cosine_figure"),
+    threads: config["threads"]
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/price_cosine_figure.py"
+
+
+rule price_summary_table:
+    input:
+        metrics=lambda w: price_files(w.study, "metrics.csv"),
+        cosines="results/{study}/figures/solution_cosines.csv",
+    output:
+        csv="results/{study}/figures/summary.csv",
+        md="results/{study}/figures/summary.md",
+    log:
+        "results/logs/figures/{study}/summary.log",
+    wildcard_constraints:
+        study=PRICE_WILDCARDS["study"],
+    params:
+        runs=lambda w: price_runs(w.study),
+        registry=price_registry,
+        code=code("price_summary_table"),
+    threads: config["threads"]
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/price_summary_table.py"

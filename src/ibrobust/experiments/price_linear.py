@@ -1,0 +1,447 @@
+"""Study PRICE-LIN glue (Tsilivis, Frank, Srebro, Kempe, NeurIPS 2024, Sec. 5.1).
+
+The sweep is regime (k_w, k_x) x n x eps x algorithm x dataset draw. The workflow runs one
+job per (regime, n, algorithm); inside it every draw x eps fraction is one problem of a
+single vectorised :func:`~ibrobust.training.robust_erm.train_robust_erm` call:
+
+* :func:`sample_test_set` / :func:`sample_train_draws` draw the data with exactly the
+  generator streams of :func:`~ibrobust.data.teacher.make_teacher_batch` (a unit test pins
+  this), so a training set of size n is a prefix of the one of size n' > n and all n share
+  the teacher and the test set of the seed;
+* :func:`draw_margins` solves the exact l_inf margin gamma* of every draw (LP);
+* :func:`problem_grid` lays out B = draws x fractions problems, eps = fraction * gamma*
+  of the problem's own draw (fraction 0 is plain ERM);
+* :func:`erm_config` maps an ``optimizers`` registry entry plus the study's (shared)
+  stopping rule to a :class:`~ibrobust.training.robust_erm.RobustERMConfig`;
+* :func:`metrics_table` evaluates the B solutions in closed form (one row per problem);
+* :func:`solution_cosines` and :func:`gap_difference` compare algorithms across jobs.
+
+Gaps are accuracy differences train - test (>= 0 when the model overfits): the robust gap
+at the training eps, and the clean gap (test clean error - train clean error).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ibrobust.analysis.linear_metrics import (
+    clean_accuracy,
+    cosine,
+    l1_norm,
+    l2_norm,
+    normalized_linf_margin,
+    robust_accuracy,
+)
+from ibrobust.data.teacher import TeacherConfig, sample_points, sample_teacher
+from ibrobust.seeding import torch_generator
+from ibrobust.training.robust_erm import RobustERMConfig, RobustERMResult, train_robust_erm
+
+# steepest descent w.r.t. a norm -> the robust_erm algorithm name
+STEEPEST_ALGORITHM = {"l2": "gd", "l1": "cd", "linf": "sd"}
+ALGORITHM_LABEL = {"gd": "GD", "cd": "CD", "sd": "SD", "diag_gd": "diag-net GD"}
+# registry keys each optimizer kind passes on to RobustERMConfig
+_KIND_KEYS = {
+    "steepest": ("scale", "c", "c_scale", "lr_max", "tie", "zero_subgradient"),
+    "diag_gd": ("alpha", "adaptive", "lr", "c", "c_scale", "lr_max", "zero_subgradient"),
+}
+METRICS = (
+    "train_robust_acc",
+    "test_robust_acc",
+    "train_clean_acc",
+    "test_clean_acc",
+    "robust_gap",
+    "clean_gap",
+    "l1_norm",
+    "l2_norm",
+    "margin_ratio",
+    "iters",
+    "converged",
+    "diverged",
+    "log10_loss",
+)
+
+
+# ---- configs and labels ------------------------------------------------------------------
+def teacher_config(dataset: Mapping, n_train: int = 1) -> TeacherConfig:
+    """Typed data config from a ``teacher`` dataset entry (``kind`` dropped) and n (the
+    test set and the teacher do not depend on n)."""
+    fields = {k: v for k, v in dataset.items() if k != "kind"}
+    return TeacherConfig(n_train=int(n_train), **fields)
+
+
+def algorithm_of(optimizer: Mapping) -> str:
+    """robust_erm algorithm (gd / cd / sd / diag_gd) of an ``optimizers`` registry entry."""
+    kind = optimizer.get("kind")
+    if kind == "steepest":
+        norm = optimizer.get("norm", "l2")
+        if norm not in STEEPEST_ALGORITHM:
+            raise ValueError(f"norm must be one of {tuple(STEEPEST_ALGORITHM)}, got {norm!r}")
+        return STEEPEST_ALGORITHM[norm]
+    if kind == "diag_gd":
+        return "diag_gd"
+    raise ValueError(f"optimizer kind must be one of {tuple(_KIND_KEYS)} here, got {kind!r}")
+
+
+def algorithm_label(optimizer: Mapping) -> str:
+    """Figure label: GD, CD, SD or diag-net GD."""
+    return ALGORITHM_LABEL[algorithm_of(optimizer)]
+
+
+def regime_label(dataset: Mapping) -> str:
+    """'(k_w, k_x) = (4, 512): 4-sparse w*, dense x' from a teacher dataset entry."""
+    d, kw, kx = dataset["d"], dataset["k_w"], dataset["k_x"]
+
+    def word(k):
+        return "dense" if k == d else f"{k}-sparse"
+
+    return f"(k_w, k_x) = ({kw}, {kx}): {word(kw)} w*, {word(kx)} x"
+
+
+def erm_config(optimizer: Mapping, stopping: Mapping) -> RobustERMConfig:
+    """RobustERMConfig of a registry entry; ``stopping`` (loss_threshold, max_iters) is the
+    study's and so identical for every algorithm. ``lr_max: null`` means no cap."""
+    algorithm = algorithm_of(optimizer)
+    fields = {k: optimizer[k] for k in _KIND_KEYS[optimizer["kind"]] if k in optimizer}
+    if fields.get("lr_max") is None:
+        fields["lr_max"] = math.inf
+    return RobustERMConfig(
+        algorithm=algorithm,
+        loss_threshold=float(stopping["loss_threshold"]),
+        max_iters=int(stopping["max_iters"]),
+        **fields,
+    )
+
+
+# ---- data ------------------------------------------------------------------------------------
+def sample_test_set(
+    config: TeacherConfig, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(w* (d,), x_test (n_test, d), y_test (n_test,)) of ``seed``: the streams of make_teacher_batch."""
+    w_star = sample_teacher(config, torch_generator(seed, "teacher", "w_star"))
+    x, y = sample_points(w_star, config.n_test, config, torch_generator(seed, "teacher", "test"))
+    return w_star, x, y
+
+
+def sample_train_draws(
+    config: TeacherConfig, seed: int, draws: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x (R, n, d), y (R, n)): training draws of ``seed`` (rows of make_teacher_batch)."""
+    draws = [int(r) for r in draws]
+    if not draws:
+        raise ValueError("draws must name at least one draw, got []")
+    w_star = sample_teacher(config, torch_generator(seed, "teacher", "w_star"))
+    pts = [
+        sample_points(w_star, config.n_train, config, torch_generator(seed, "teacher", "train", r))
+        for r in draws
+    ]
+    return torch.stack([x for x, _ in pts]), torch.stack([y for _, y in pts])
+
+
+def draw_margins(x: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """(gamma* (R,), maximisers (R, d)): exact l_inf margin of every draw (LP, HiGHS)."""
+    # imported here: scipy costs ~0.5 s per process and only the data jobs solve LPs
+    from ibrobust.analysis.linear_margin import linf_margin
+
+    res = [linf_margin(x[r], y[r]) for r in range(x.shape[0])]
+    return np.array([m.gamma for m in res]), np.stack([m.w for m in res])
+
+
+# ---- the problem grid of one job -------------------------------------------------------------
+@dataclass(frozen=True)
+class ProblemGrid:
+    """B = R draws x F fractions problems, draw-major (problem b = row * F + fraction)."""
+
+    row: np.ndarray  # (B,) index of the problem's draw in the stacked (R, n, d) data
+    draw: np.ndarray  # (B,) draw id
+    eps_fraction: np.ndarray  # (B,) eps / gamma*
+    gamma: np.ndarray  # (B,) gamma* of the problem's draw
+    eps: np.ndarray  # (B,) l_inf training radius
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+
+def problem_grid(
+    draws: Sequence[int], gamma: np.ndarray, fractions: Sequence[float]
+) -> ProblemGrid:
+    """Every draw at every fraction of its own margin; fractions must lie in [0, 1)."""
+    gamma = np.asarray(gamma, dtype=np.float64)
+    fr = np.asarray(fractions, dtype=np.float64)
+    if gamma.shape != (len(draws),):
+        raise ValueError(f"gamma must have one entry per draw ({len(draws)}), got {gamma.shape}")
+    if fr.ndim != 1 or fr.size == 0 or np.any(fr < 0) or np.any(fr >= 1):
+        raise ValueError(f"fractions must be a non-empty list in [0, 1), got {list(fractions)}")
+    if np.any(gamma <= 0):
+        raise ValueError(f"every draw must be separable (gamma* > 0), got {gamma.tolist()}")
+    n_draws, n_fr = len(draws), fr.size
+    row = np.repeat(np.arange(n_draws), n_fr)
+    return ProblemGrid(
+        row=row,
+        draw=np.asarray(draws, dtype=np.int64)[row],
+        eps_fraction=np.tile(fr, n_draws),
+        gamma=gamma[row],
+        eps=(gamma[:, None] * fr).reshape(-1),  # (R, F) -> (B,), draw-major
+    )
+
+
+def train_problems(
+    x: torch.Tensor, y: torch.Tensor, grid: ProblemGrid, config: RobustERMConfig
+) -> RobustERMResult:
+    """Robust ERM on all problems of ``grid`` at once; x (R, n, d), y (R, n)."""
+    rows = torch.as_tensor(grid.row)
+    return train_robust_erm(x[rows], y[rows], torch.as_tensor(grid.eps, dtype=x.dtype), config)
+
+
+def metrics_table(
+    result: RobustERMResult,
+    grid: ProblemGrid,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    x_test: torch.Tensor,
+    y_test: torch.Tensor,
+) -> pd.DataFrame:
+    """One row per problem: accuracies (closed form), gaps, norms, stopping record.
+
+    ``margin_ratio`` = min_i y_i <w, x_i> / (||w||_1 gamma*) is the clean normalised l_inf
+    margin relative to the best possible (1 for the max-l1-margin direction).
+    """
+    rows = torch.as_tensor(grid.row)
+    w = result.w  # (B, d)
+    xb, yb = x[rows].to(w.dtype), y[rows].to(w.dtype)  # (B, n, d), (B, n)
+    x_test, y_test = x_test.to(w.dtype), y_test.to(w.dtype)
+    eps = torch.as_tensor(grid.eps, dtype=w.dtype)
+    tr_rob = robust_accuracy(w, xb, yb, eps)
+    te_rob = robust_accuracy(w, x_test, y_test, eps)
+    tr_cl = clean_accuracy(w, xb, yb)
+    te_cl = clean_accuracy(w, x_test, y_test)
+    gamma = torch.as_tensor(grid.gamma, dtype=w.dtype)
+    table = {
+        "draw": grid.draw,
+        "eps_fraction": grid.eps_fraction,
+        "gamma": grid.gamma,
+        "eps": grid.eps,
+        "train_robust_acc": tr_rob,
+        "test_robust_acc": te_rob,
+        "train_clean_acc": tr_cl,
+        "test_clean_acc": te_cl,
+        "robust_gap": tr_rob - te_rob,
+        "clean_gap": tr_cl - te_cl,
+        "l1_norm": l1_norm(w),
+        "l2_norm": l2_norm(w),
+        "margin_ratio": normalized_linf_margin(w, xb, yb) / gamma,
+        "iters": result.iters,
+        "converged": result.converged,
+        "diverged": result.diverged,
+        "log10_loss": result.log_loss / math.log(10),
+        "c": result.c,
+    }
+    return pd.DataFrame(
+        {k: (v.numpy() if isinstance(v, torch.Tensor) else v) for k, v in table.items()}
+    )
+
+
+# ---- across jobs ----------------------------------------------------------------------------
+def solution_cosines(solutions: Mapping[str, Mapping[str, np.ndarray]]) -> pd.DataFrame:
+    """cos(w_a, w_b) for every pair of algorithms on the same problems.
+
+    ``solutions`` maps an optimizer name to ``{"w": (B, d), "draw": (B,), "eps_fraction":
+    (B,)}``; all must list the same problems in the same order. Rows: draw,
+    eps_fraction, optimizer_a, optimizer_b, cosine (pairs in the mapping's order).
+    """
+    names = list(solutions)
+    if len(names) < 2:
+        raise ValueError(f"need at least two algorithms to compare, got {names}")
+    ref = solutions[names[0]]
+    for name in names[1:]:
+        for key in ("draw", "eps_fraction"):
+            if not np.array_equal(np.asarray(solutions[name][key]), np.asarray(ref[key])):
+                raise ValueError(f"{name!r} and {names[0]!r} do not list the same problems ({key})")
+    frames = []
+    for a, b in combinations(names, 2):
+        cos = cosine(torch.as_tensor(solutions[a]["w"]), torch.as_tensor(solutions[b]["w"]))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "draw": np.asarray(ref["draw"]),
+                    "eps_fraction": np.asarray(ref["eps_fraction"]),
+                    "optimizer_a": a,
+                    "optimizer_b": b,
+                    "cosine": cos.numpy(),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def gap_difference(
+    df: pd.DataFrame, first: str, second: str, gap: str = "robust_gap"
+) -> pd.DataFrame:
+    """Mean over n of (gap_first(n) - gap_second(n)) per (dataset, eps_fraction).
+
+    ``df`` is the tidy metrics table (columns dataset, optimizer, n, draw, eps_fraction and
+    ``gap``). Differences are paired by draw (same training set), averaged over draws at
+    each n, then over n (the paper's Fig. 2 right). Columns: dataset, eps_fraction,
+    difference, sd_over_n, n_values.
+    """
+    for name in (first, second):
+        if name not in set(df.optimizer):
+            raise ValueError(
+                f"optimizer {name!r} is not in the table ({sorted(set(df.optimizer))})"
+            )
+    wide = df.pivot_table(
+        index=["dataset", "eps_fraction", "n", "draw"], columns="optimizer", values=gap
+    )
+    per_n = (wide[first] - wide[second]).groupby(level=["dataset", "eps_fraction", "n"]).mean()
+    out = per_n.groupby(level=["dataset", "eps_fraction"]).agg(["mean", "std", "count"])
+    out.columns = ["difference", "sd_over_n", "n_values"]
+    return out.reset_index()
+
+
+def mean_over_draws(df: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+    """Mean and sd over draws per (dataset, optimizer, eps_fraction, n); flat column names."""
+    keys = ["dataset", "optimizer", "eps_fraction", "n"]
+    num = df[keys].join(df[list(metrics)].astype(float))
+    agg = num.groupby(keys, sort=True)[list(metrics)].agg(["mean", "std"])
+    agg.columns = [f"{m}_{s}" for m, s in agg.columns]
+    return agg.reset_index()
+
+
+def _points(mean: pd.Series, sd: pd.Series | None = None) -> pd.Series:
+    """Accuracy differences as percentage points, 'mean +- sd' strings."""
+    if sd is None:
+        return (100 * mean).map(lambda v: f"{v:+.1f}")
+    return pd.Series(
+        [f"{100 * m:+.1f} +- {100 * s:.1f}" for m, s in zip(mean, sd.fillna(0.0), strict=True)],
+        index=mean.index,
+    )
+
+
+def summary_markdown(
+    df: pd.DataFrame,
+    cosines: pd.DataFrame,
+    *,
+    first: str,
+    second: str,
+    dataset_labels: Mapping[str, str],
+    optimizer_labels: Mapping[str, str],
+) -> str:
+    """The study's numbers as markdown: robust gaps at the smallest n and averaged over n,
+    the GD - CD style differences, clean test accuracy, cosines between solutions, and the
+    stopping record. ``df``: the tidy metrics table; ``cosines``: :func:`solution_cosines`
+    rows with dataset and n columns."""
+    opts = [o for o in optimizer_labels if o in set(df.optimizer)]
+    dsets = [d for d in dataset_labels if d in set(df.dataset)]
+    n_min = int(df.n.min())
+    rename = {o: optimizer_labels[o] for o in opts}
+
+    def by_regime(sub: pd.DataFrame, value: str, sd: bool) -> pd.DataFrame:
+        g = sub.groupby(["dataset", "eps_fraction", "optimizer"])[value]
+        cells = _points(g.mean(), g.std() if sd else None).unstack("optimizer")[opts]
+        cells = cells.rename(columns=rename).reset_index()
+        cells["dataset"] = cells.dataset.map(dataset_labels)
+        cells = cells.set_index("dataset").loc[[dataset_labels[d] for d in dsets]].reset_index()
+        return cells.rename(columns={"dataset": "regime", "eps_fraction": "eps / gamma*"})
+
+    out = ["# Study PRICE-LIN summary", ""]
+    out += [
+        f"Gaps are train - test accuracy in percentage points (mean +- sd over draws). "
+        f"eps / gamma* = 0 is plain ERM. {len(set(df.draw))} draws, n in "
+        f"{sorted(int(n) for n in set(df.n))}.",
+        "",
+        f"## Robust generalization gap at the smallest n = {n_min}",
+        "",
+        by_regime(df[df.n == n_min], "robust_gap", sd=True).to_markdown(index=False),
+        "",
+        "## Robust generalization gap, mean over n (and draws)",
+        "",
+        by_regime(df, "robust_gap", sd=False).to_markdown(index=False),
+        "",
+    ]
+    for gap in ("robust_gap", "clean_gap"):
+        t = gap_difference(df, first, second, gap).pivot(
+            index="dataset", columns="eps_fraction", values="difference"
+        )
+        t = (100 * t.loc[dsets]).round(1)
+        t.index = [dataset_labels[d] for d in dsets]
+        out += [
+            f"## Mean over n of {gap}({optimizer_labels[first]}) - "
+            f"{gap}({optimizer_labels[second]}) (points; > 0: "
+            f"{optimizer_labels[second]} generalises better)",
+            "",
+            t.rename_axis("regime (rows), eps / gamma* (columns)").to_markdown(),
+            "",
+        ]
+    clean = df[df.n == n_min].groupby(["dataset", "eps_fraction", "optimizer"]).test_clean_acc
+    ct = (100 * clean.mean()).round(1).unstack("optimizer")[opts].rename(columns=rename)
+    ct = ct.reset_index()
+    ct["dataset"] = ct.dataset.map(dataset_labels)
+    out += [
+        f"## Clean test accuracy (%) at n = {n_min}",
+        "",
+        ct.rename(columns={"dataset": "regime", "eps_fraction": "eps / gamma*"}).to_markdown(
+            index=False
+        ),
+        "",
+    ]
+    if len(cosines):
+        cos = cosines.assign(
+            pair=[
+                f"{optimizer_labels.get(a, a)} vs {optimizer_labels.get(b, b)}"
+                for a, b in zip(cosines.optimizer_a, cosines.optimizer_b, strict=True)
+            ]
+        )
+        ctab = cos.groupby(["dataset", "pair", "eps_fraction"], sort=False).cosine.mean()
+        ctab = ctab.unstack("eps_fraction").round(3).reset_index()
+        ctab["dataset"] = ctab.dataset.map(dataset_labels)
+        out += [
+            "## Cosine between the algorithms' solutions (mean over n and draws)",
+            "",
+            "As eps -> gamma* every robust separator is a max-margin one (Lemma C.4): the "
+            "columns near 1 should approach 1.",
+            "",
+            ctab.rename(columns={"dataset": "regime"}).to_markdown(index=False),
+            "",
+        ]
+    stop = df.groupby(["optimizer", "eps_fraction"]).agg(
+        converged=("converged", "mean"), iters=("iters", "mean"), diverged=("diverged", "mean")
+    )
+    stop = stop.reset_index()
+    stop["optimizer"] = stop.optimizer.map(optimizer_labels)
+    out += [
+        "## Stopping record (all regimes and n): fraction below the loss threshold, "
+        "mean iterations, fraction diverged",
+        "",
+        stop.round(3).to_markdown(index=False),
+        "",
+    ]
+    return "\n".join(out)
+
+
+__all__ = [
+    "ALGORITHM_LABEL",
+    "METRICS",
+    "STEEPEST_ALGORITHM",
+    "ProblemGrid",
+    "algorithm_label",
+    "algorithm_of",
+    "draw_margins",
+    "erm_config",
+    "gap_difference",
+    "mean_over_draws",
+    "metrics_table",
+    "problem_grid",
+    "regime_label",
+    "sample_test_set",
+    "sample_train_draws",
+    "solution_cosines",
+    "summary_markdown",
+    "teacher_config",
+    "train_problems",
+]

@@ -1,0 +1,277 @@
+"""Helpers for the end-to-end workflow tests: run Snakemake, parse what it plans and ran.
+
+How planned jobs are read (robust across Snakemake 9.x):
+
+* ``snakemake -n`` prints one block per planned job to stdout::
+
+      rule attack:                  (or "localrule all:")
+          input: ...
+          reason: Params have changed since last execution: ...
+          wildcards: study=fa, dataset=tiny_clusters, ..., grid=main
+
+  followed by a ``Job stats:`` table (``rule  count`` lines, then ``total N``).
+  :func:`parse_dry_run` reads both and checks that they agree, so a change in either
+  format fails loudly instead of silently matching nothing.
+* A real run logs ``Finished jobid: N (Rule: NAME)`` once per finished job (stderr);
+  :func:`finished_rules` counts those.
+* When nothing is planned, Snakemake prints ``Nothing to be done`` and no table.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SNAKEFILE = REPO / "Snakefile"
+TINY = Path(__file__).resolve().parent / "configs" / "tiny.yaml"
+PYTHON = sys.executable
+
+# What a copy of the workflow needs (src only when the library itself is edited).
+REPO_FILES = ["Snakefile", "rules", "workflow_scripts", "schemas", "config.yaml", "envs"]
+
+# Every declared output of Study FA (rules/targets.smk: study_outputs("fa")).
+FIGURES = ["cosine_heatmaps", "lambda_trajectories", "robust_accuracy_vs_radius"]
+FIGURES_WITH_SCALING = [*FIGURES, "critical_radius_scaling"]
+
+# Jobs of the tiny config (tests/workflow/configs/tiny.yaml, overlaid on config.yaml),
+# derived by hand:
+#   Study fa = 1 dataset (tiny_clusters, d=40 k=4) x 1 model x 1 optimizer
+#              x 2 supervisions (binary, multiclass) x 2 seeds (0, 1); reference
+#              robust_reference (optimizer "handbuilt", supervision binary) per seed.
+#   Scaling sweep over k in [2, 4], seeds [0]: k=4 is the base dataset itself (its jobs
+#              are reused), k=2 is the variant dataset "tiny_clusters@k=2".
+#   cluster_data: tiny_clusters seeds 0, 1 + tiny_clusters@k=2 seed 0             =  3
+#   train:  main: 2 sup x 2 seeds = 4 trained + 2 references                      =  6
+#           scaling: 2 datasets x seed 0 x (2 trained + 1 reference) = 6, of which
+#           the 3 on tiny_clusters seed 0 are the main runs already               = +3 -> 9
+#   analyze: every trained (not reference) main run (summary table; the cosine and
+#           lambda figures need the seed-0 subset)                                 =  4
+#   attack: grid main: the 6 main runs; grid scaling: the 6 scaling runs (their own
+#           outputs, also for the shared tiny_clusters seed-0 models)              = 12
+#   fa_cosine_figure, fa_lambda_figure, fa_robust_figure, fa_scaling_figure,
+#   fa_summary_table: one each for study fa                                        =  5
+#   all                                                                            =  1
+#   total                                                                          = 34
+EXPECTED_JOBS = Counter(
+    cluster_data=3,
+    train=9,
+    analyze=4,
+    attack=12,
+    fa_cosine_figure=1,
+    fa_lambda_figure=1,
+    fa_robust_figure=1,
+    fa_scaling_figure=1,
+    fa_summary_table=1,
+    all=1,
+)
+
+FIGURE_RULES = ["fa_cosine_figure", "fa_lambda_figure", "fa_robust_figure", "fa_scaling_figure"]
+
+
+@dataclass
+class Run:
+    args: list[str]
+    cwd: Path
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def output(self) -> str:
+        return self.stdout + "\n" + self.stderr
+
+    def describe(self) -> str:
+        return (
+            f"$ {' '.join(self.args)}\n(cwd {self.cwd}, exit {self.returncode}, "
+            f"{self.seconds:.1f} s)\n--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}"
+        )
+
+    def check(self) -> Run:
+        assert self.returncode == 0, self.describe()
+        return self
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    """The test process's environment, minus anything that would redirect the workflow.
+
+    ``PYTHONPATH`` starts with this tree's src/, so the Snakefile and the jobs import the
+    library next to the Snakefile under test (the same as the editable install in the
+    repository itself); ``extra`` may override it (library-edit tests point at a copy).
+    """
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k != "MLFLOW_TRACKING_URI" and not k.startswith("IBROBUST_")
+    }
+    env["PATH"] = str(Path(PYTHON).parent) + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    env["MPLBACKEND"] = "Agg"
+    env.update(extra)
+    return env
+
+
+def snakemake_args(
+    workdir: Path,
+    *args: str,
+    snakefile: Path = SNAKEFILE,
+    configfiles: tuple[Path, ...] = (TINY,),
+) -> list[str]:
+    cmd = [PYTHON, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir), "--nocolor"]
+    if configfiles:
+        cmd += ["--configfile", *map(str, configfiles)]
+    return cmd + list(args)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def snakemake(
+    workdir: Path,
+    *args: str,
+    snakefile: Path = SNAKEFILE,
+    configfiles: tuple[Path, ...] = (TINY,),
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+) -> Run:
+    """Run snakemake in its own process group; on timeout kill the group (jobs included)."""
+    cmd = snakemake_args(workdir, *args, snakefile=snakefile, configfiles=configfiles)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=workdir,
+        env=env or base_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        run = Run(cmd, workdir, -9, out, err, time.monotonic() - t0)
+        raise AssertionError(f"snakemake timed out after {timeout} s\n" + run.describe()) from None
+    return Run(cmd, workdir, proc.returncode, out, err, time.monotonic() - t0)
+
+
+# ---- parsing ---------------------------------------------------------------------------
+@dataclass
+class PlannedJob:
+    rule: str
+    wildcards: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
+
+
+@dataclass
+class Plan:
+    jobs: list[PlannedJob]
+    stats: Counter  # rule -> count, from the "Job stats" table (without "total")
+    nothing_to_do: bool
+
+    def rules(self) -> Counter:
+        return Counter(j.rule for j in self.jobs)
+
+    def of(self, rule: str) -> list[PlannedJob]:
+        return [j for j in self.jobs if j.rule == rule]
+
+
+_RULE_LINE = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):\s*$")
+_FIELD_LINE = re.compile(r"^\s+(\w+): (.*)$")
+
+
+def parse_dry_run(run: Run) -> Plan:
+    """Jobs (rule, wildcards, reason) and the Job stats table of a ``snakemake -n`` run."""
+    assert run.returncode == 0, run.describe()
+    text = run.stdout
+    jobs: list[PlannedJob] = []
+    current: PlannedJob | None = None
+    for line in text.splitlines():
+        m = _RULE_LINE.match(line)
+        if m:
+            current = PlannedJob(m.group(1))
+            jobs.append(current)
+            continue
+        f = _FIELD_LINE.match(line)
+        if current is not None and f:
+            key, value = f.groups()
+            if key == "wildcards":
+                current.wildcards = dict(kv.split("=", 1) for kv in value.split(", "))
+            elif key == "reason":
+                current.reason = value
+        elif not line.strip() or line.startswith(("[", "Job stats")):
+            current = None
+    stats: Counter = Counter()
+    if "Job stats:" in text:
+        table = text.split("Job stats:", 1)[1].splitlines()
+        # "job  count" header, a dashed rule, then "name  count" rows until "total  N"
+        for row in table[3:]:
+            parts = row.split()
+            if len(parts) != 2:
+                break
+            name, count = parts
+            if name == "total":
+                assert int(count) == sum(stats.values()), text
+                break
+            stats[name] = int(count)
+    nothing = "Nothing to be done" in run.output
+    plan = Plan(jobs, stats, nothing)
+    # the two views of the plan must agree (guards against format changes)
+    assert plan.rules() == stats, f"job blocks {plan.rules()} != Job stats {stats}\n{text}"
+    assert nothing == (not jobs), run.describe()
+    return plan
+
+
+def finished_rules(run: Run) -> Counter:
+    """Rules of the jobs a real run finished (``Finished jobid: N (Rule: NAME)``)."""
+    return Counter(re.findall(r"Finished jobid: \d+ \(Rule: (\w+)\)", run.output))
+
+
+# ---- files -----------------------------------------------------------------------------
+def copy_state(src: Path, dst: Path) -> Path:
+    """Copy a finished working dir's results/ and .snakemake/ with ``cp -a`` (keeps mtimes)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in ("results", ".snakemake"):
+        subprocess.run(["cp", "-a", str(src / name), str(dst / name)], check=True)
+    return dst
+
+
+def copy_repo(dst: Path, with_src: bool = False) -> Path:
+    """Copy the workflow (and optionally the library) to ``dst``; returns the Snakefile."""
+    dst.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
+    for name in REPO_FILES + (["src"] if with_src else []):
+        s = REPO / name
+        if s.is_dir():
+            shutil.copytree(s, dst / name, ignore=ignore)
+        else:
+            shutil.copy2(s, dst / name)
+    return dst / "Snakefile"
+
+
+def write_yaml(path: Path, obj: dict) -> Path:
+    path.write_text(yaml.safe_dump(obj, sort_keys=False))
+    return path
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) from a PNG's IHDR chunk."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")

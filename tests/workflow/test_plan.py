@@ -1,0 +1,167 @@
+"""Fast checks that need no job to run: lint, the planned DAG, config validation."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from smk_helpers import EXPECTED_JOBS, TINY, parse_dry_run, snakemake, write_yaml
+
+pytestmark = pytest.mark.workflow
+
+# EXPECTED_JOBS (smk_helpers) holds the hand-derived job counts of tiny.yaml; see there.
+
+
+def test_lint(tmp_path):
+    run = snakemake(tmp_path, "--lint", timeout=120)
+    print(run.describe())  # lint findings (if any) stay visible with -s / on failure
+    assert run.returncode == 0, run.describe()
+
+
+def test_dry_run_plans_every_rule(tmp_path):
+    plan = parse_dry_run(snakemake(tmp_path, "-n", timeout=120))
+    assert plan.stats == EXPECTED_JOBS
+    assert sum(plan.stats.values()) == 34
+    grids = Counter(j.wildcards["grid"] for j in plan.of("attack"))
+    assert grids == {"main": 6, "scaling": 6}
+    datasets = Counter(j.wildcards["dataset"] for j in plan.of("cluster_data"))
+    assert datasets == {"tiny_clusters": 2, "tiny_clusters@k=2": 1}
+    refs = [j for j in plan.of("train") if j.wildcards["model"] == "robust_reference"]
+    assert len(refs) == 3 and all(j.wildcards["optimizer"] == "handbuilt" for j in refs)
+    assert all(j.wildcards["model"] == "two_layer_m2" for j in plan.of("analyze"))
+    assert not (tmp_path / "results").exists(), "a dry run must not write results"
+
+
+# (id, overlay on tiny.yaml, offending key path the message must name, message fragment)
+MALFORMED = [
+    ("unknown-top-level-key", {"colour": "blue"}, "colour", "unknown key"),
+    ("unknown-study-key", {"studies": {"fa": {"epochs": 3}}}, "studies.fa.epochs", "unknown key"),
+    ("negative-seed", {"studies": {"fa": {"seeds": [-1, 1]}}}, "studies.fa.seeds[0]", "minimum"),
+    (
+        "negative-radius",
+        {"studies": {"fa": {"radii": [0.0, -1.0, 2.0]}}},
+        "studies.fa.radii[1]",
+        "minimum",
+    ),
+    (
+        "supervision-enum",
+        {"studies": {"fa": {"supervisions": ["binary", "fine"]}}},
+        "studies.fa.supervisions[1]",
+        "'fine' is not one of",
+    ),
+    (
+        "undefined-dataset",
+        {"studies": {"fa": {"datasets": ["nope"]}}},
+        "studies.fa.datasets[0]",
+        "not defined under datasets",
+    ),
+    ("odd-k", {"datasets": {"tiny_clusters": {"k": 3}}}, "datasets.tiny_clusters.k", "even"),
+    ("k-above-d", {"datasets": {"tiny_clusters": {"d": 3}}}, "datasets.tiny_clusters.k", "k <= d"),
+    (
+        "attack-loss-enum",
+        {"attacks": {"pgd_margin": {"loss": "foo"}}},
+        "attacks.pgd_margin.loss",
+        "'foo' is not one of",
+    ),
+    ("lr-zero", {"optimizers": {"gd_tiny": {"lr": 0}}}, "optimizers.gd_tiny.lr", "minimum of 0"),
+    (
+        "lr-negative",
+        {"optimizers": {"gd_tiny": {"lr": -0.1}}},
+        "optimizers.gd_tiny.lr",
+        "minimum of 0",
+    ),
+    (
+        "reference-model-trained",
+        {"studies": {"fa": {"models": ["robust_reference"]}}},
+        "studies.fa.models[0]",
+        "robust_reference",
+    ),
+    (
+        "ce-attack-without-multiclass",
+        {"studies": {"fa": {"supervisions": ["binary"]}}},
+        "studies.fa.attacks[1]",
+        "no multiclass model",
+    ),
+    (
+        "beta-on-two-layer",
+        {"models": {"two_layer_m2": {"beta": 0.5}}},
+        "models.two_layer_m2.beta",
+        "not a setting of kind 'two_layer'",
+    ),
+    (
+        "scaling-key-enum",
+        {"studies": {"fa": {"scaling": {"key": "n_test"}}}},
+        "studies.fa.scaling.key",
+        "'n_test' is not one of",
+    ),
+    (
+        "dataset-without-kind",
+        {"datasets": {"nokind": {"d": 10, "k": 2}}},
+        "datasets.nokind",
+        "'kind' is a required property",
+    ),
+    ("threads-zero", {"threads": 0}, "threads", "minimum"),
+    (
+        "dpi-too-low",
+        {"studies": {"fa": {"plots": {"dpi": 10}}}},
+        "studies.fa.plots.dpi",
+        "minimum of 50",
+    ),
+    ("mlflow-unknown-key", {"mlflow": {"uri": "x"}}, "mlflow.uri", "unknown key"),
+    (
+        "reference-not-robust",
+        {"studies": {"fa": {"reference": "two_layer_m2"}}},
+        "studies.fa.reference",
+        "robust_reference",
+    ),
+    (
+        "positive-wrong-size",
+        {"datasets": {"tiny_clusters": {"positive": [0]}}},
+        "datasets.tiny_clusters.positive",
+        "k/2",
+    ),
+    (
+        "scaling-k-not-integer",
+        {"studies": {"fa": {"scaling": {"values": [2, 2.5]}}}},
+        "studies.fa.scaling.values[1]",
+        "integer",
+    ),
+    (
+        "steps-not-a-number",
+        {"attacks": {"pgd_margin": {"steps": "five"}}},
+        "attacks.pgd_margin.steps",
+        "not of type 'integer'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("overlay", "key", "fragment"),
+    [pytest.param(o, k, f, id=i) for i, o, k, f in MALFORMED],
+)
+def test_malformed_config_rejected(tmp_path, overlay, key, fragment):
+    work = tmp_path / "work"
+    work.mkdir()
+    bad = write_yaml(tmp_path / "bad.yaml", overlay)
+    run = snakemake(work, "-n", configfiles=(TINY, bad), timeout=120)
+    assert run.returncode != 0, run.describe()
+    assert "invalid configuration" in run.output, run.describe()
+    assert f"config key {key}:" in run.output, f"{key!r} not named\n{run.describe()}"
+    assert fragment in run.output, f"{fragment!r} not in the message\n{run.describe()}"
+    # rejected while parsing, before the DAG is built or anything is written
+    assert "Building DAG" not in run.output and "Job stats" not in run.output, run.describe()
+    assert not (work / "results").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: a clusters dataset with n_train > d passes validation, then every "
+    "analyze job fails in ibrobust.analysis.decomposition.lambda_decomposition "
+    "(basis 'inputs' needs n <= d); config._check_references should reject it",
+)
+def test_n_train_above_d_rejected_before_scheduling(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    bad = write_yaml(tmp_path / "bad.yaml", {"datasets": {"tiny_clusters": {"n_train": 60}}})
+    run = snakemake(work, "-n", configfiles=(TINY, bad), timeout=120)
+    assert run.returncode != 0 and "config key datasets.tiny_clusters.n_train" in run.output

@@ -1,0 +1,158 @@
+"""Reruns after a change plan exactly the jobs the change touches.
+
+Every test works on its own ``cp -a`` copy of the finished tiny run (``state_copy``);
+library edits additionally on a copy of the repository (``repo_copy``) imported through
+``PYTHONPATH=<copy>/src`` by the Snakefile (code hashes) and by the jobs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+
+import pytest
+from smk_helpers import (
+    FIGURE_RULES,
+    PYTHON,
+    TINY,
+    base_env,
+    finished_rules,
+    parse_dry_run,
+    png_size,
+    snakemake,
+    write_yaml,
+)
+
+pytestmark = pytest.mark.workflow
+
+UPSTREAM = {"cluster_data", "train", "analyze"}
+
+
+def test_radii_change_reruns_main_attacks_only(state_copy, tmp_path):
+    overlay = write_yaml(
+        tmp_path / "radii.yaml", {"studies": {"fa": {"radii": [0.0, 1.0, 2.0, 3.0, 5.0]}}}
+    )
+    plan = parse_dry_run(snakemake(state_copy, "-n", configfiles=(TINY, overlay)))
+    # 6 main-grid attacks (4 trained + 2 reference); the scaling grid uses
+    # radius_fractions, not radii; then only what reads attack/main outputs.
+    assert plan.stats == Counter(attack=6, fa_robust_figure=1, fa_summary_table=1, all=1)
+    assert not UPSTREAM & set(plan.stats)
+    for job in plan.of("attack"):
+        assert job.wildcards["grid"] == "main", job
+        assert job.reason.startswith("Params have changed"), job
+
+
+def test_plot_option_change_reruns_only_figures(state_copy, tmp_path):
+    figs = state_copy / "results" / "fa" / "figures"
+    sizes = {p.name: png_size(p) for p in figs.glob("*.png")}
+    # (mlflow off only to save the tracking start-up; it is not a job param)
+    overlay = write_yaml(
+        tmp_path / "dpi.yaml",
+        {"mlflow": {"enabled": False}, "studies": {"fa": {"plots": {"dpi": 120}}}},
+    )
+    configs = (TINY, overlay)
+
+    plan = parse_dry_run(snakemake(state_copy, "-n", configfiles=configs))
+    # the summary table takes no plot options, so it is not rerun either
+    assert plan.stats == Counter({**dict.fromkeys(FIGURE_RULES, 1), "all": 1})
+    for rule in FIGURE_RULES:
+        assert plan.of(rule)[0].reason.startswith("Params have changed"), plan.of(rule)
+
+    # rerun one figure for real: the new dpi reaches its PNG, the others stay as they were
+    target = "results/fa/figures/cosine_heatmaps.png"
+    run = snakemake(state_copy, "--cores", "1", target, configfiles=configs, timeout=300)
+    assert finished_rules(run.check()) == Counter(fa_cosine_figure=1)
+    for name, (w, h) in sizes.items():
+        w2, h2 = png_size(figs / name)
+        if name == "cosine_heatmaps.png":
+            assert w2 > 1.5 * w and h2 > 1.5 * h, ((w, h), (w2, h2))  # dpi 60 -> 120
+        else:
+            assert (w2, h2) == (w, h), name
+    # the rerun recorded its new params: only the other three figures remain
+    rest = parse_dry_run(snakemake(state_copy, "-n", configfiles=configs))
+    assert rest.stats == Counter({**dict.fromkeys(FIGURE_RULES[1:], 1), "all": 1})
+
+
+# edited module -> exact job counts it must trigger (from each script's import closure)
+LIBRARY_EDITS = {
+    # imported by the four figure scripts only (not by fa_summary_table)
+    "plotting/fa.py": Counter({**dict.fromkeys(FIGURE_RULES, 1), "all": 1}),
+    # imported by attack.py (through attacks.suite): both grids, then their readers
+    "attacks/pgd.py": Counter(
+        attack=12, fa_robust_figure=1, fa_scaling_figure=1, fa_summary_table=1, all=1
+    ),
+    # imported by train.py (also for the reference models): everything downstream
+    "training/full_batch.py": Counter(
+        train=9,
+        analyze=4,
+        attack=12,
+        fa_cosine_figure=1,
+        fa_lambda_figure=1,
+        fa_robust_figure=1,
+        fa_scaling_figure=1,
+        fa_summary_table=1,
+        all=1,
+    ),
+}
+DIRECT = {
+    "plotting/fa.py": FIGURE_RULES,
+    "attacks/pgd.py": ["attack"],
+    "training/full_batch.py": ["train"],
+}
+
+
+@pytest.mark.parametrize("module", list(LIBRARY_EDITS))
+def test_library_edit_reruns_importing_rules(state_copy, repo_copy, module):
+    src = repo_copy.parent / "src"
+    env = base_env(PYTHONPATH=str(src))
+    # the copy's ibrobust is the one imported (find_spec drives the code hashes)
+    found = subprocess.run(
+        [PYTHON, "-c", "from ibrobust.provenance import _package_dir; print(_package_dir())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert found == str((src / "ibrobust").resolve())
+
+    def plan():
+        return parse_dry_run(snakemake(state_copy, "-n", snakefile=repo_copy, env=env))
+
+    # an untouched copy hashes like the original: nothing to do
+    assert plan().nothing_to_do
+    path = src / "ibrobust" / module
+    path.write_text(path.read_text() + "\n# edited by tests/workflow\n")
+    after = plan()
+    assert after.stats == LIBRARY_EDITS[module]
+    assert "cluster_data" not in after.stats
+    for rule in DIRECT[module]:
+        assert all(j.reason.startswith("Params have changed") for j in after.of(rule)), rule
+
+
+def test_jobs_import_the_library_copy(state_copy, repo_copy, tmp_path):
+    """PYTHONPATH=<copy>/src reaches the jobs, not only the Snakefile."""
+    src = repo_copy.parent / "src"
+    marker = tmp_path / "imported_from.txt"
+    fa = src / "ibrobust" / "plotting" / "fa.py"
+    fa.write_text(
+        fa.read_text() + "\n# edited by tests/workflow: record where jobs import this from\n"
+        "import os as _os\n\n"
+        "if _os.environ.get('WFTEST_IMPORT_MARKER'):\n"
+        "    with open(_os.environ['WFTEST_IMPORT_MARKER'], 'a') as _fh:\n"
+        "        _fh.write(__file__ + '\\n')\n"
+    )
+    env = base_env(PYTHONPATH=str(src), WFTEST_IMPORT_MARKER=str(marker))
+    off = write_yaml(tmp_path / "off.yaml", {"mlflow": {"enabled": False}})
+    target = "results/fa/figures/cosine_heatmaps.png"
+    run = snakemake(
+        state_copy,
+        "--cores",
+        "1",
+        target,
+        snakefile=repo_copy,
+        configfiles=(TINY, off),
+        env=env,
+        timeout=300,
+    ).check()
+    assert finished_rules(run) == Counter(fa_cosine_figure=1)
+    assert marker.read_text().split() == [str(fa.resolve())]
