@@ -51,9 +51,23 @@ def load_schema(path: str | Path) -> dict:
     return yaml.safe_load(Path(path).read_text())
 
 
+def _coerce_command_line(cfg: dict, schema: dict) -> dict:
+    """``--config key=value`` delivers strings: parse top-level strings where the schema
+    wants another type (``--config mlflow='{enabled: false}'``, ``threads=2``)."""
+    props = schema.get("properties", {})
+    for key, value in cfg.items():
+        want = props.get(key, {}).get("type")
+        if isinstance(value, str) and want not in (None, "string"):
+            try:
+                cfg[key] = yaml.safe_load(value)
+            except yaml.YAMLError:
+                pass  # leave it: the schema error names the key
+    return cfg
+
+
 def validate_config(config: dict, schema: dict) -> dict:
     """Validated copy of ``config`` with defaults filled; ConfigError on the first problem."""
-    cfg = copy.deepcopy(config)
+    cfg = _coerce_command_line(copy.deepcopy(config), schema)
     errors = sorted(
         jsonschema.Draft7Validator(schema).iter_errors(cfg), key=lambda e: list(e.absolute_path)
     )
@@ -159,6 +173,7 @@ def _check_feature_averaging(cfg: dict, st: dict, where: str) -> None:
             raise ConfigError(
                 f"config key {where}.datasets[{i}]: feature_averaging needs clusters data"
             )
+        _check_decomposable(cfg["datasets"][dn], f"datasets.{dn}")
     _check_kinds(cfg, st, where, "optimizers", ("gd",))
     for i, a in enumerate(st["attacks"]):
         if (
@@ -184,6 +199,7 @@ def _check_feature_averaging(cfg: dict, st: dict, where: str) -> None:
                     f"config key {where}.scaling.values[{i}]: {sc['key']} must be an integer, got {v}"
                 )
             _check_clusters(variant, f"{where}.scaling.values[{i}]")
+            _check_decomposable(variant, f"{where}.scaling.values[{i}]")
 
 
 def _check_price_linear(cfg: dict, st: dict, where: str) -> None:
@@ -215,6 +231,15 @@ def _check_teacher(ds: dict, where: str) -> None:
     for key in ("k_w", "k_x"):
         if ds[key] > ds["d"]:
             raise ConfigError(f"config key {where}.{key}: {key}={ds[key]} must be <= d={ds['d']}")
+
+
+def _check_decomposable(ds: dict, where: str) -> None:
+    """The lambda decomposition needs the training inputs to be independent: n_train <= d."""
+    if ds["n_train"] > ds["d"]:
+        raise ConfigError(
+            f"config key {where}.n_train: n_train={ds['n_train']} > d={ds['d']}: the lambda "
+            "decomposition of a feature_averaging study needs n_train <= d"
+        )
 
 
 def _check_clusters(ds: dict, where: str) -> None:

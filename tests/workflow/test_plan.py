@@ -153,12 +153,6 @@ def test_malformed_config_rejected(tmp_path, overlay, key, fragment):
     assert not (work / "results").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a clusters dataset with n_train > d passes validation, then every "
-    "analyze job fails in ibrobust.analysis.decomposition.lambda_decomposition "
-    "(basis 'inputs' needs n <= d); config._check_references should reject it",
-)
 def test_n_train_above_d_rejected_before_scheduling(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
