@@ -52,16 +52,19 @@ def load_schema(path: str | Path) -> dict:
 
 
 def _coerce_command_line(cfg: dict, schema: dict) -> dict:
-    """``--config key=value`` delivers strings: parse top-level strings where the schema
-    wants another type (``--config mlflow='{enabled: false}'``, ``threads=2``)."""
+    """``--config key=value`` delivers strings (also inside ``key={a: b}``): parse strings
+    where the schema wants another type, e.g. ``mlflow='{enabled: false}'``, ``threads=2``."""
     props = schema.get("properties", {})
     for key, value in cfg.items():
-        want = props.get(key, {}).get("type")
+        sub = props.get(key, {})
+        want = sub.get("type")
         if isinstance(value, str) and want not in (None, "string"):
             try:
-                cfg[key] = yaml.safe_load(value)
+                cfg[key] = value = yaml.safe_load(value)
             except yaml.YAMLError:
-                pass  # leave it: the schema error names the key
+                continue  # leave it: the schema error names the key
+        if isinstance(value, dict) and "properties" in sub:
+            _coerce_command_line(value, sub)
     return cfg
 
 

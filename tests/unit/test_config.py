@@ -24,6 +24,12 @@ def test_command_line_strings_are_parsed_where_the_schema_wants_another_type():
     assert out["mlflow"]["experiment"] == "ibrobust"  # defaults still filled
 
 
+def test_nested_command_line_strings_are_parsed():
+    cfg = default_config()
+    cfg["mlflow"] = {"enabled": "false"}  # what `--config 'mlflow={enabled: false}'` delivers
+    assert validate_config(cfg, SCHEMA)["mlflow"]["enabled"] is False
+
+
 def test_unparsable_command_line_value_names_the_key():
     cfg = default_config()
     cfg["threads"] = "two"
