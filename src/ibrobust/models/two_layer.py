@@ -72,6 +72,16 @@ class TwoLayerFixed(nn.Module):
     def binary_score(self, x: torch.Tensor) -> torch.Tensor:  # (n, d) -> (n,)
         return self(x) @ self.readout
 
+    def embed(self, x: torch.Tensor) -> torch.Tensor:  # (n, d) -> (n, d): neurons read x itself
+        return x
+
+    def neurons(self) -> torch.Tensor:  # (H*m, d) first-layer weights, head-major
+        return self.weight.reshape(-1, self.weight.shape[-1])
+
+    def neuron_heads(self) -> torch.Tensor:  # (H*m,) head of each neuron
+        h, m, _ = self.weight.shape
+        return torch.arange(h).repeat_interleave(m)
+
 
 def init_two_layer(
     d: int, heads: int, cfg: TwoLayerConfig, seed: int, stream: str = "init"
