@@ -14,6 +14,7 @@ include: "rules/train.smk"
 include: "rules/analysis.smk"
 include: "rules/attack.smk"
 include: "rules/figures.smk"
+include: "rules/fa_images.smk"
 include: "rules/price_linear.smk"
 include: "rules/targets.smk"
 

@@ -1,4 +1,5 @@
-# Lambda decomposition over the checkpoints, cosine matrix, feature-averaging index.
+# Analysis of one trained model: cosines of its neurons with the class features (any model),
+# and the lambda decomposition over the checkpoints (two-layer nets on cluster data).
 
 
 rule analyze:
@@ -6,7 +7,6 @@ rule analyze:
         data="results/datasets/{dataset}/seed{seed}/data.npz",
         model="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/model.pt",
     output:
-        lambdas="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/analysis/lambdas.csv",
         cosine="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/analysis/cosine.csv",
         summary="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/analysis/summary.json",
     log:
@@ -22,3 +22,25 @@ rule analyze:
         "../envs/ibrobust.yaml"
     script:
         "../workflow_scripts/analyze.py"
+
+
+rule decompose:
+    input:
+        data="results/datasets/{dataset}/seed{seed}/data.npz",
+        model="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/model.pt",
+    output:
+        lambdas="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/analysis/lambdas.csv",
+        summary="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/analysis/decomposition.json",
+    log:
+        "results/logs/decompose/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.log",
+    params:
+        supervision=lambda w: w.supervision,
+        code=code("decompose"),
+    threads: config["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/decompose.py"

@@ -16,6 +16,7 @@ rule attack:
         attacks=attack_params,
         radii=attack_radii,
         points=attack_points,
+        task=lambda w: STUDIES[w.study].get("task", "binary"),
         seed=lambda w: int(w.seed),
         code=code("attack"),
     threads: config["threads"]

@@ -25,7 +25,11 @@ CONFIG_HASH = config_hash(config)
 
 STUDIES = config["studies"]
 ENABLED = [s for s, st in STUDIES.items() if st["enabled"]]
+# kinds whose models go through the generic dataset -> train -> analyze/attack rules
+NETWORK_KINDS = ("feature_averaging", "feature_averaging_images")
+NET_STUDIES = [s for s, st in STUDIES.items() if st["kind"] in NETWORK_KINDS]
 FA_STUDIES = [s for s, st in STUDIES.items() if st["kind"] == "feature_averaging"]
+IMAGE_STUDIES = [s for s, st in STUDIES.items() if st["kind"] == "feature_averaging_images"]
 PRICE_STUDIES = [s for s, st in STUDIES.items() if st["kind"] == "price_linear"]
 
 
@@ -56,6 +60,11 @@ def dataset_config(name):
     return DATASETS[name]
 
 
+def data_root_for(name):
+    """The data root an image dataset reads (None for synthetic data: no rerun when it moves)."""
+    return config["data_root"] if DATASETS[name]["kind"] == "image" else None
+
+
 def scaling_dataset(study, value):
     sc = STUDIES[study]["scaling"]
     base = config["datasets"][sc["dataset"]]
@@ -69,9 +78,9 @@ def _alternatives(names):
 
 REFERENCE_OPTIMIZER = "handbuilt"
 
-# study: the feature_averaging rules; price_linear rules set their own (PRICE_WILDCARDS)
+# study: the network rules; price_linear rules set their own (PRICE_WILDCARDS)
 wildcard_constraints:
-    study=_alternatives(FA_STUDIES) or "^$",
+    study=_alternatives(NET_STUDIES) or "^$",
     dataset=_alternatives(DATASETS),
     model=_alternatives(config["models"]),
     optimizer=_alternatives([*config["optimizers"], REFERENCE_OPTIMIZER]),
@@ -134,6 +143,11 @@ def first_seed_runs(study):
     return _runs(trained_runs(study, seeds=[STUDIES[study]["seeds"][0]]))
 
 
+def first_seed_decomposed(study):
+    seed = STUDIES[study]["seeds"][0]
+    return [r for r in decomposed_runs(study) if r["seed"] == seed]
+
+
 def main_runs(study):
     return _runs(trained_runs(study) + reference_runs(study))
 
@@ -142,16 +156,30 @@ def files(study, runs, tail):
     return [f"{run_dir(study, **r)}/{tail}" for r in runs]
 
 
-def study_outputs(study):
-    """Every figure and table of a study (what `snakemake <study>` builds)."""
+def decomposed_runs(study):
+    """Trained runs of two-layer nets: the lambda decomposition applies to them."""
+    return [r for r in _runs(trained_runs(study)) if config["models"][r["model"]]["kind"] == "two_layer"]
+
+
+def figure_names(study):
+    """The figures (PNG + PDF + CSV each) of a study, by kind."""
     st = STUDIES[study]
     if st["kind"] == "price_linear":
-        return price_outputs(study)
-    base = f"results/{study}/figures/"
-    names = ["cosine_heatmaps", "lambda_trajectories", "robust_accuracy_vs_radius"]
+        return list(PRICE_FIGURES)
+    if st["kind"] == "feature_averaging_images":
+        return ["cosine_heatmaps", "robust_accuracy_vs_radius"]
+    names = ["cosine_heatmaps", "robust_accuracy_vs_radius"]
+    if decomposed_runs(study):
+        names.insert(1, "lambda_trajectories")
     if st.get("scaling") is not None:
         names.append("critical_radius_scaling")
-    out = [f"{base}{n}{ext}" for n in names for ext in (".png", ".pdf", ".csv")]
+    return names
+
+
+def study_outputs(study):
+    """Every figure and table of a study (what `snakemake <study>` builds)."""
+    base = f"results/{study}/figures/"
+    out = [f"{base}{n}{ext}" for n in figure_names(study) for ext in (".png", ".pdf", ".csv")]
     return out + [f"{base}summary.csv", f"{base}summary.md"]
 
 
@@ -167,13 +195,9 @@ PRICE_WILDCARDS = dict(
     n=r"\d+",
     gap="robust|clean",
 )
+FA_WILDCARDS = dict(study=_alternatives(FA_STUDIES) or "^$")
+IMAGE_WILDCARDS = dict(study=_alternatives(IMAGE_STUDIES) or "^$")
 PRICE_FIGURES = ["gap_vs_n", "gap_difference_robust", "gap_difference_clean", "solution_cosines"]
-
-
-def price_outputs(study):
-    base = f"results/{study}/figures/"
-    out = [f"{base}{n}{ext}" for n in PRICE_FIGURES for ext in (".png", ".pdf", ".csv")]
-    return out + [f"{base}summary.csv", f"{base}summary.md"]
 
 
 def price_runs(study):
@@ -236,10 +260,16 @@ def attack_params(wildcards):
     return out
 
 
+def study_radii(study, dataset):
+    """The main radius grid of a study for one dataset (a list, or a mapping per dataset)."""
+    radii = STUDIES[study]["radii"]
+    return [float(r) for r in (radii[dataset] if isinstance(radii, dict) else radii)]
+
+
 def attack_radii(wildcards):
     st = STUDIES[wildcards.study]
     if wildcards.grid == "main":
-        return [float(r) for r in st["radii"]]
+        return study_radii(wildcards.study, wildcards.dataset)
     d = dataset_config(wildcards.dataset)["d"]
     return [round(float(f) * d**0.5, 6) for f in st["scaling"]["radius_fractions"]]
 

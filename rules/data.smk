@@ -1,23 +1,25 @@
-# Dataset preparation: synthetic cluster data, one draw per seed (study-independent).
+# Dataset preparation, one file per (dataset, seed), for every network study: synthetic
+# cluster draws and real-image subsets share the layout of ibrobust.data.dataset.
 
 
-rule cluster_data:
+rule dataset:
     output:
         data="results/datasets/{dataset}/seed{seed}/data.npz",
         meta="results/datasets/{dataset}/seed{seed}/meta.json",
     log:
-        "results/logs/cluster_data/{dataset}/seed{seed}.log",
+        "results/logs/dataset/{dataset}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/cluster_data/{dataset}/seed{seed}.tsv"
+        "results/benchmarks/dataset/{dataset}/seed{seed}.tsv"
     params:
         dataset=lambda w: dataset_config(w.dataset),
         seed=lambda w: int(w.seed),
-        code=code("cluster_data"),
+        data_root=lambda w: data_root_for(w.dataset),
+        code=code("dataset"),
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        mem_mb=4000,
+        runtime=30,
     conda:
         "../envs/ibrobust.yaml"
     script:
-        "../workflow_scripts/cluster_data.py"
+        "../workflow_scripts/dataset.py"

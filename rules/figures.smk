@@ -1,8 +1,9 @@
-# Figures and tables of a feature_averaging study: each PNG + PDF comes with the CSV it
-# was drawn from. Plot options reach the scripts through params, so changing them reruns
-# only these jobs.
+# Figures and tables of the feature-averaging studies (synthetic: kind feature_averaging;
+# real images: kind feature_averaging_images, rules/fa_images.smk): each PNG + PDF comes with
+# the CSV it was drawn from. Plot options reach the scripts through params, so changing them
+# reruns only these jobs. The cosine heatmaps serve both kinds.
 
-rule fa_cosine_figure:
+rule cosine_figure:
     input:
         lambda w: files(w.study, first_seed_runs(w.study), "analysis/cosine.csv"),
     output:
@@ -14,24 +15,26 @@ rule fa_cosine_figure:
     params:
         runs=lambda w: first_seed_runs(w.study),
         plots=plot_params,
-        code=code("fa_cosine_figure"),
+        code=code("cosine_figure"),
     conda:
         "../envs/ibrobust.yaml"
     script:
-        "../workflow_scripts/fa_cosine_figure.py"
+        "../workflow_scripts/cosine_figure.py"
 
 
 rule fa_lambda_figure:
     input:
-        lambda w: files(w.study, first_seed_runs(w.study), "analysis/lambdas.csv"),
+        lambda w: files(w.study, first_seed_decomposed(w.study), "analysis/lambdas.csv"),
     output:
         png="results/{study}/figures/lambda_trajectories.png",
         pdf="results/{study}/figures/lambda_trajectories.pdf",
         csv="results/{study}/figures/lambda_trajectories.csv",
     log:
         "results/logs/figures/{study}/lambda_trajectories.log",
+    wildcard_constraints:
+        study=FA_WILDCARDS["study"],
     params:
-        runs=lambda w: first_seed_runs(w.study),
+        runs=lambda w: first_seed_decomposed(w.study),
         plots=plot_params,
         code=code("fa_lambda_figure"),
     conda:
@@ -49,6 +52,8 @@ rule fa_robust_figure:
         csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
     log:
         "results/logs/figures/{study}/robust_accuracy_vs_radius.log",
+    wildcard_constraints:
+        study=FA_WILDCARDS["study"],
     params:
         runs=lambda w: main_runs(w.study),
         datasets=lambda w: {ds: dataset_config(ds) for ds in STUDIES[w.study]["datasets"]},
@@ -69,6 +74,8 @@ rule fa_scaling_figure:
         csv="results/{study}/figures/critical_radius_scaling.csv",
     log:
         "results/logs/figures/{study}/critical_radius_scaling.log",
+    wildcard_constraints:
+        study=FA_WILDCARDS["study"],
     params:
         runs=lambda w: _runs(scaling_runs(w.study)),
         datasets=lambda w: {r[0]: dataset_config(r[0]) for r in scaling_runs(w.study)},
@@ -85,14 +92,18 @@ rule fa_summary_table:
     input:
         attack=lambda w: files(w.study, main_runs(w.study), "attack/main/summary.json"),
         analysis=lambda w: files(w.study, _runs(trained_runs(w.study)), "analysis/summary.json"),
+        decomposition=lambda w: files(w.study, decomposed_runs(w.study), "analysis/decomposition.json"),
     output:
         csv="results/{study}/figures/summary.csv",
         md="results/{study}/figures/summary.md",
     log:
         "results/logs/figures/{study}/summary.log",
+    wildcard_constraints:
+        study=FA_WILDCARDS["study"],
     params:
         attack_runs=lambda w: main_runs(w.study),
         analysis_runs=lambda w: _runs(trained_runs(w.study)),
+        decomposed_runs=lambda w: decomposed_runs(w.study),
         code=code("fa_summary_table"),
     conda:
         "../envs/ibrobust.yaml"

@@ -6,6 +6,11 @@ rule fa:
         study_outputs("fa") if "fa" in STUDIES else [],
 
 
+rule fa_images:
+    input:
+        study_outputs("fa_images") if "fa_images" in STUDIES else [],
+
+
 rule price_linear:
     input:
         study_outputs("price_linear") if "price_linear" in STUDIES else [],

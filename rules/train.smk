@@ -1,4 +1,5 @@
-# Training (or, for the robust reference, construction) of one model.
+# Training of one model (any registry kind, any optimizer, either supervision), or the
+# construction of the hand-built robust reference.
 
 
 rule train:
@@ -7,16 +8,17 @@ rule train:
     output:
         model="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/model.pt",
         history="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/history.csv",
+        metrics="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/metrics.json",
     log:
         "results/logs/train/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.log",
     benchmark:
         "results/benchmarks/train/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.tsv"
     params:
-        dataset=lambda w: dataset_config(w.dataset),
         model=model_params,
         optimizer=optimizer_params,
         supervision=lambda w: w.supervision,
         seed=lambda w: int(w.seed),
+        device=config["device"],
         code=code("train"),
     threads: config["threads"]
     resources:

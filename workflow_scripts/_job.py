@@ -2,6 +2,7 @@
 
 with Job(snakemake) as job:
     job.log.info("...")                 # one readable line per event in the rule's log
+    job.progress(step, loss=v)          # a progress line, at most one per 10 s
     job.metrics({"train.loss": v}, step=t)
     job.artifact(path, "figures")
 """
@@ -39,6 +40,8 @@ class Job:
         handler.setFormatter(fmt)
         self.log.addHandler(handler)
         self._t0 = time.monotonic()
+        self.progress_seconds = 10.0
+        self._last_progress = -float("inf")
 
     def __enter__(self) -> Job:
         params = {k: v for k, v in dict(self.smk.params.items()).items() if k != "code"}
@@ -71,6 +74,14 @@ class Job:
             "on" if self.run.enabled else "off",
         )
         return self
+
+    def progress(self, step: int, force: bool = False, **values: float) -> None:
+        """One readable log line, at most every ``progress_seconds`` (always when ``force``)."""
+        now = time.monotonic()
+        if force or now - self._last_progress >= self.progress_seconds:
+            self._last_progress = now
+            shown = "  ".join(f"{k} {v:.4g}" for k, v in values.items())
+            self.log.info("step %d  %s  (%.0f s)", step, shown, now - self._t0)
 
     def metrics(self, values: dict[str, float], step: int = 0) -> None:
         self.run.metrics(values, step)

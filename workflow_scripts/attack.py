@@ -5,39 +5,41 @@ from _job import Job
 
 from ibrobust.analysis.robustness import critical_radius
 from ibrobust.attacks.suite import AttackContext, evaluate_attacks
-from ibrobust.data.clusters import ClusterDataConfig, from_arrays
+from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.io import load_npz, load_torch, save_csv, save_json
+from ibrobust.models.registry import load_model
 from ibrobust.models.robust_reference import analytic_radius
-from ibrobust.models.two_layer import from_state
 from ibrobust.seeding import torch_generator
 
 p = snakemake.params
 with Job(snakemake) as job:
-    arrays = load_npz(snakemake.input.data)
-    k, d = arrays["means"].shape
-    data = from_arrays(ClusterDataConfig(d=d, k=k), arrays)
+    data = dataset_from_arrays(load_npz(snakemake.input.data), snakemake.input.data)
     state = load_torch(snakemake.input.model)
-    net = from_state(state)
+    net = load_model(state)
     for prm in net.parameters():
         prm.requires_grad_(False)
-    pts = slice(None) if p.points is None else slice(0, p.points)
-    x, y, fine = data.test.x[pts], data.test.y[pts], data.test.fine[pts]
+    test = data.test.head(p.points)
     gen = torch_generator(p.seed, "attack", snakemake.wildcards.grid)
     job.log.info(
-        "attacking %d test points at %d radii with %s", len(x), len(p.radii), list(p.attacks)
+        "attacking %d test points at %d radii with %s", len(test), len(p.radii), list(p.attacks)
     )
     table, correct = evaluate_attacks(
         net,
-        x,
-        y,
-        fine,
+        test.x,
+        test.y,
+        test.fine,
         list(p.radii),
         dict(p.attacks),
         AttackContext(data.means, data.sign),
         gen,
         on_attack=lambda a: job.log.info("attack %s done", a),
     )
-    summary = {"n_points": len(x), "radii": list(p.radii), "critical_radius": {}, "robust_acc": {}}
+    summary = {
+        "n_points": len(test),
+        "radii": list(p.radii),
+        "critical_radius": {},
+        "robust_acc": {},
+    }
     for name, g in table.groupby("attack", sort=False):
         g = g.sort_values("eps")
         summary["critical_radius"][name] = critical_radius(
@@ -48,9 +50,9 @@ with Job(snakemake) as job:
             job.metrics({f"robust_acc.{name}": acc}, step=i)
         job.metrics({f"critical_radius.{name}": summary["critical_radius"][name]})
     with torch.no_grad():
-        summary["clean_acc"] = float((net.binary_score(x) * y > 0).float().mean())
+        summary["clean_acc"] = float((net.binary_score(test.x) * test.y > 0).float().mean())
     if state.get("kind") == "robust_reference":
-        r = analytic_radius(net, x, y)
+        r = analytic_radius(net, test.x, test.y)
         summary["analytic_radius_median"] = float(r.nanmedian())
         summary["analytic_critical_radius"] = float(r.nanquantile(0.5))
     job.log.info(

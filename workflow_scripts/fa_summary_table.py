@@ -10,13 +10,14 @@ p = snakemake.params
 with Job(snakemake) as job:
     kinds = {name: spec["kind"] for name, spec in snakemake.config["models"].items()}
     att = gather_json(list(snakemake.input.attack), p.attack_runs)
-    ana = {
-        tuple(r[k] for k in ("dataset", "model", "optimizer", "supervision", "seed")): r
-        for r in gather_json(list(snakemake.input.analysis), p.analysis_runs)
+    key_of = lambda r: tuple(r[k] for k in ("dataset", "model", "optimizer", "supervision", "seed"))  # noqa: E731
+    ana = {key_of(r): r for r in gather_json(list(snakemake.input.analysis), p.analysis_runs)}
+    dec = {
+        key_of(r): r for r in gather_json(list(snakemake.input.decomposition), p.decomposed_runs)
     }
     rows = []
     for r in att:
-        key = tuple(r[k] for k in ("dataset", "model", "optimizer", "supervision", "seed"))
+        key = key_of(r)
         row = {
             "dataset": r["dataset"],
             "model": r["model"],
@@ -28,14 +29,10 @@ with Job(snakemake) as job:
             "clean_acc": r["clean_acc"],
         }
         row.update({f"critical_radius.{a}": v for a, v in r["critical_radius"].items()})
+        if key in dec:
+            row.update(fa_index=dec[key]["fa_index_final"], residual_max=dec[key]["residual_max"])
         if key in ana:
-            row.update(
-                {
-                    "fa_index": ana[key]["fa_index_final"],
-                    "residual_max": ana[key]["residual_max"],
-                    "cosine_same_class_mean": ana[key]["cosine_same_class_mean"],
-                }
-            )
+            row["cosine_same_class_mean"] = ana[key]["cosine_same_class_mean"]
         rows.append(row)
     table = pd.DataFrame(rows)
     num = [

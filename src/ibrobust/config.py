@@ -97,7 +97,13 @@ def validate_config(config: dict, schema: dict) -> dict:
 # Datasets, optimizers and studies instead have one schema definition per kind (selected
 # by if/then on ``kind``), because their kinds need different defaults for the same key.
 KIND_FIELDS = {
-    "models": {"two_layer": {"m", "init_scale"}, "robust_reference": {"beta"}},
+    "models": {
+        "two_layer": {"m", "init_scale"},
+        "robust_reference": {"beta"},
+        "mlp": {"hidden", "normalize"},
+        "cnn": {"channels", "kernel", "hidden", "normalize"},
+        "resnet18": {"width", "normalize"},
+    },
     "attacks": {"pgd": {"norm", "loss", "steps", "restarts", "step_size"}, "universal": set()},
 }
 
@@ -128,10 +134,14 @@ def _check_references(cfg: dict) -> None:
             _check_clusters(ds, where)
         elif ds["kind"] == "teacher":
             _check_teacher(ds, where)
+        elif ds["kind"] == "image":
+            _check_image(ds, where)
     for sname, st in cfg["studies"].items():
         where = f"studies.{sname}"
         if st["kind"] == "feature_averaging":
             _check_feature_averaging(cfg, st, where)
+        elif st["kind"] == "feature_averaging_images":
+            _check_feature_averaging_images(cfg, st, where)
         elif st["kind"] == "price_linear":
             _check_price_linear(cfg, st, where)
 
@@ -156,28 +166,28 @@ def _check_kinds(cfg: dict, st: dict, where: str, field: str, kinds: tuple[str, 
             )
 
 
-def _check_feature_averaging(cfg: dict, st: dict, where: str) -> None:
-    _check_registry_names(cfg, st, where, ("datasets", "models", "optimizers", "attacks"))
+# what the network studies can train: model kinds by input type, optimizer kinds
+FLAT_MODELS = ("two_layer", "mlp")
+IMAGE_MODELS = ("mlp", "cnn", "resnet18")
+NETWORK_OPTIMIZERS = ("gd", "sgd", "adam")
+
+
+def _check_trained_models(cfg: dict, st: dict, where: str, kinds: tuple[str, ...]) -> None:
     for i, m in enumerate(st["models"]):
-        if cfg["models"][m]["kind"] == "robust_reference":
+        kind = cfg["models"][m]["kind"]
+        if kind == "robust_reference":
             raise ConfigError(
                 f"config key {where}.models[{i}]: {m!r} is a robust_reference; "
                 "put it under reference, it is not trained"
             )
-    ref = st.get("reference")
-    if ref is not None and (
-        ref not in cfg["models"] or cfg["models"][ref]["kind"] != "robust_reference"
-    ):
-        raise ConfigError(
-            f"config key {where}.reference: {ref!r} must name a model of kind robust_reference"
-        )
-    for i, dn in enumerate(st["datasets"]):
-        if cfg["datasets"][dn]["kind"] != "clusters":
+        if kind not in kinds:
             raise ConfigError(
-                f"config key {where}.datasets[{i}]: feature_averaging needs clusters data"
+                f"config key {where}.models[{i}]: {m!r} is of kind {kind!r}; a {st['kind']} "
+                f"study trains {' or '.join(kinds)}"
             )
-        _check_decomposable(cfg["datasets"][dn], f"datasets.{dn}")
-    _check_kinds(cfg, st, where, "optimizers", ("gd",))
+
+
+def _check_attack_losses(cfg: dict, st: dict, where: str) -> None:
     for i, a in enumerate(st["attacks"]):
         if (
             cfg["attacks"][a]["kind"] == "pgd"
@@ -188,6 +198,28 @@ def _check_feature_averaging(cfg: dict, st: dict, where: str) -> None:
                 f"config key {where}.attacks[{i}]: {a!r} attacks the fine-label "
                 "cross-entropy but the study trains no multiclass model"
             )
+
+
+def _check_feature_averaging(cfg: dict, st: dict, where: str) -> None:
+    _check_registry_names(cfg, st, where, ("datasets", "models", "optimizers", "attacks"))
+    _check_trained_models(cfg, st, where, FLAT_MODELS)
+    ref = st.get("reference")
+    if ref is not None and (
+        ref not in cfg["models"] or cfg["models"][ref]["kind"] != "robust_reference"
+    ):
+        raise ConfigError(
+            f"config key {where}.reference: {ref!r} must name a model of kind robust_reference"
+        )
+    decomposed = any(cfg["models"][m]["kind"] == "two_layer" for m in st["models"])
+    for i, dn in enumerate(st["datasets"]):
+        if cfg["datasets"][dn]["kind"] != "clusters":
+            raise ConfigError(
+                f"config key {where}.datasets[{i}]: feature_averaging needs clusters data"
+            )
+        if decomposed:
+            _check_decomposable(cfg["datasets"][dn], f"datasets.{dn}")
+    _check_kinds(cfg, st, where, "optimizers", NETWORK_OPTIMIZERS)
+    _check_attack_losses(cfg, st, where)
     sc = st.get("scaling")
     if sc is not None:
         if sc["dataset"] not in cfg["datasets"]:
@@ -202,7 +234,66 @@ def _check_feature_averaging(cfg: dict, st: dict, where: str) -> None:
                     f"config key {where}.scaling.values[{i}]: {sc['key']} must be an integer, got {v}"
                 )
             _check_clusters(variant, f"{where}.scaling.values[{i}]")
-            _check_decomposable(variant, f"{where}.scaling.values[{i}]")
+            if decomposed:
+                _check_decomposable(variant, f"{where}.scaling.values[{i}]")
+
+
+def _check_feature_averaging_images(cfg: dict, st: dict, where: str) -> None:
+    _check_registry_names(cfg, st, where, ("datasets", "models", "optimizers", "attacks"))
+    _check_kinds(cfg, st, where, "datasets", ("image",))
+    _check_trained_models(cfg, st, where, IMAGE_MODELS)
+    _check_kinds(cfg, st, where, "optimizers", NETWORK_OPTIMIZERS)
+    _check_attack_losses(cfg, st, where)
+    for i, a in enumerate(st["attacks"]):
+        if cfg["attacks"][a]["kind"] == "universal":
+            raise ConfigError(
+                f"config key {where}.attacks[{i}]: {a!r} (universal) needs cluster means; "
+                "real images have none"
+            )
+    for key in ("radii", "report_radii", "paper_tasks"):
+        for dn in st[key]:
+            if dn not in st["datasets"]:
+                raise ConfigError(
+                    f"config key {where}.{key}.{dn}: not one of the study's datasets {st['datasets']}"
+                )
+    for dn in st["datasets"]:
+        if dn not in st["radii"]:
+            raise ConfigError(f"config key {where}.radii: no radius grid for dataset {dn!r}")
+        grid = {float(r) for r in st["radii"][dn]}
+        for j, r in enumerate(st["report_radii"].get(dn, [])):
+            if float(r) not in grid:
+                raise ConfigError(
+                    f"config key {where}.report_radii.{dn}[{j}]: {r} is not on the radius grid "
+                    f"{st['radii'][dn]}"
+                )
+
+
+def _check_image(ds: dict, where: str) -> None:
+    explicit = ds["split"] == "explicit"
+    pos, neg = ds.get("positive"), ds.get("negative")
+    if explicit:
+        if not pos or not neg:
+            raise ConfigError(
+                f"config key {where}.positive: split 'explicit' needs non-empty positive and "
+                f"negative class lists, got positive={pos}, negative={neg}"
+            )
+        both = sorted(set(pos) & set(neg))
+        if both:
+            raise ConfigError(
+                f"config key {where}.negative: classes {both} are in both positive and negative"
+            )
+    elif pos is not None or neg is not None:
+        raise ConfigError(
+            f"config key {where}.positive: positive/negative only apply to split 'explicit' "
+            f"(split is {ds['split']!r})"
+        )
+    if ds["source"] in ("npz", "imagefolder") and not ds.get("path"):
+        raise ConfigError(f"config key {where}.path: source {ds['source']!r} needs a path")
+    if ds["source"] in ("mnist", "cifar10") and ds.get("path"):
+        raise ConfigError(
+            f"config key {where}.path: source {ds['source']!r} reads torchvision's layout under "
+            "data_root; set path only for npz / imagefolder"
+        )
 
 
 def _check_price_linear(cfg: dict, st: dict, where: str) -> None:

@@ -36,8 +36,9 @@ def test_default_config_has_an_enabled_price_study_with_defaults():
     assert cfg["optimizers"]["lin_cd"]["norm"] == "l1"
     assert cfg["optimizers"]["lin_cd"]["lr_max"] is None  # steepest default: no cap
     assert cfg["optimizers"]["diag_gd"]["adaptive"] is True
-    # kinds keep their own defaults: gd keeps lr 0.5, teacher d defaults to 512
-    assert cfg["optimizers"]["gd"]["lr"] == 0.5 and "norm" not in cfg["optimizers"]["gd"]
+    # kinds keep their own defaults: gd keeps lr 0.5 (and gets no steepest-only keys)
+    gd = cfg["optimizers"]["gd"]
+    assert gd["lr"] == 0.5 and gd["norm"] == "l2" and "c_scale" not in gd and "tie" not in gd
     assert cfg["datasets"]["teacher_w4_x4"]["w_support"] == "exact"
     assert "sigma" not in cfg["datasets"]["teacher_w4_x4"]
 
@@ -53,7 +54,7 @@ BAD = [
     ("teacher-sigma", {"datasets": {"teacher_w4_x4": {"sigma": 1.0}}}, "datasets.teacher_w4_x4", "unknown key"),
     ("entries-enum", {"datasets": {"teacher_w4_x4": {"entries": "binary"}}}, "datasets.teacher_w4_x4.entries", "'binary' is not one of"),
     ("norm-enum", {"optimizers": {"lin_cd": {"norm": "l3"}}}, "optimizers.lin_cd.norm", "'l3' is not one of"),
-    ("norm-on-gd", {"optimizers": {"gd": {"norm": "l1"}}}, "optimizers.gd", "unknown key"),
+    ("tie-on-gd", {"optimizers": {"gd": {"tie": "first"}}}, "optimizers.gd", "unknown key"),
     ("c-scale-zero", {"optimizers": {"diag_gd": {"c_scale": 0}}}, "optimizers.diag_gd.c_scale", "0"),
     ("eps-at-margin", {"studies": {"price_linear": {"eps_fractions": [0.0, 1.0]}}}, "studies.price_linear.eps_fractions[1]", "maximum"),
     ("eps-without-erm", {"studies": {"price_linear": {"eps_fractions": [0.5, 0.9]}}}, "studies.price_linear.eps_fractions", "must contain 0"),

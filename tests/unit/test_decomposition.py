@@ -1,4 +1,4 @@
-"""Lambda decomposition, feature-averaging index and cosines (ibrobust.analysis.decomposition)."""
+"""Lambda decomposition, feature-averaging index and cosines (ibrobust.analysis.decomposition, .cosines)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,8 @@ import math
 import pytest
 import torch
 
-from ibrobust.analysis.decomposition import (
-    cosine_matrix,
-    feature_averaging_index,
-    lambda_decomposition,
-)
+from ibrobust.analysis.cosines import cosine_matrix
+from ibrobust.analysis.decomposition import feature_averaging_index, lambda_decomposition
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.models.two_layer import TwoLayerConfig, init_two_layer, readout_for
 from ibrobust.seeding import torch_generator

@@ -76,10 +76,3 @@ def feature_averaging_index(lam: torch.Tensor, same_class: torch.Tensor) -> torc
     top2 = torch.topk(masked, 2, dim=1).values  # (N, 2)
     ratio = top2[:, 1].clamp(min=0) / top2[:, 0]
     return torch.where(top2[:, 0] > 0, ratio, torch.full_like(ratio, float("nan")))
-
-
-def cosine_matrix(weights: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
-    """(N, k) cos(w_r, mu_j) for neurons ``weights`` (N, d) and ``features`` (k, d)."""
-    w = weights / weights.norm(dim=1, keepdim=True).clamp_min(1e-12)
-    f = features / features.norm(dim=1, keepdim=True).clamp_min(1e-12)
-    return w @ f.T

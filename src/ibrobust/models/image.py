@@ -65,6 +65,8 @@ def image_config_from_dict(d: dict) -> ImageModelConfig:
 class HeadNet(nn.Module):
     """``head(body((x - mean) / std))``: (n, C, H, W) in [0, 1] -> (n, H) logits."""
 
+    neurons_read_input = False  # neurons() act on x itself (not on a learned embedding)
+
     def __init__(
         self,
         body: nn.Module,

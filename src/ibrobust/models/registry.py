@@ -79,8 +79,9 @@ def build_model(spec: dict, ctx: BuildContext) -> nn.Module:
     return BUILDERS[kind]({k: v for k, v in spec.items() if k != "kind"}, ctx)
 
 
-def model_state(net: nn.Module, spec: dict, ctx: BuildContext, **extra: Any) -> dict:
-    """A plain dict that :func:`load_model` turns back into ``net``."""
+def model_state(net: nn.Module, spec: dict, ctx: BuildContext | None, **extra: Any) -> dict:
+    """A plain dict that :func:`load_model` turns back into ``net`` (``ctx`` as built; the
+    two-layer nets need none)."""
     if isinstance(net, TwoLayerFixed):
         return {
             "kind": spec.get("kind", "two_layer"),
@@ -89,6 +90,8 @@ def model_state(net: nn.Module, spec: dict, ctx: BuildContext, **extra: Any) -> 
             "readout": net.readout.detach().clone(),
             **extra,
         }
+    if ctx is None:
+        raise ValueError(f"saving a {spec.get('kind')!r} model needs its BuildContext")
     return {
         "kind": spec["kind"],
         "config": dict(spec),

@@ -49,6 +49,8 @@ def readout_for(supervision: str, sign: torch.Tensor) -> torch.Tensor:
 class TwoLayerFixed(nn.Module):
     """Heads f_h(x) = mean_r ReLU(<w_{h,r}, x> + b_{h,r}); forward returns (n, H) logits."""
 
+    neurons_read_input = True  # neurons() act on x itself (not on a learned embedding)
+
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor, readout: torch.Tensor):
         super().__init__()
         if weight.ndim != 3 or bias.shape != weight.shape[:2] or readout.shape != weight.shape[:1]:

@@ -1,4 +1,4 @@
-"""Rule fa_cosine_figure: cosine heatmaps, binary vs multi-class (first seed)."""
+"""Rule cosine_figure: cosine heatmaps of neurons vs class features, binary vs multi-class (first seed)."""
 
 from _figures import gather_csv, save_outputs
 from _job import Job

@@ -1,0 +1,54 @@
+# Figures and tables of a feature_averaging_images study (Li et al. Fig. 2/3 on real images).
+# The models, attacks and cosine heatmaps come from the shared rules (train, attack,
+# analyze, cosine_figure); only the robust-accuracy figure and the summary are kind-specific.
+
+
+rule images_robust_figure:
+    input:
+        lambda w: files(w.study, main_runs(w.study), "attack/main/robust_accuracy.csv"),
+    output:
+        png="results/{study}/figures/robust_accuracy_vs_radius.png",
+        pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
+        csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
+    log:
+        "results/logs/figures/{study}/robust_accuracy_vs_radius.log",
+    wildcard_constraints:
+        study=IMAGE_WILDCARDS["study"],
+    params:
+        runs=lambda w: main_runs(w.study),
+        plots=plot_params,
+        code=code("images_robust_figure"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/images_robust_figure.py"
+
+
+rule images_summary_table:
+    input:
+        attack=lambda w: files(w.study, main_runs(w.study), "attack/main/robust_accuracy.csv"),
+        train=lambda w: files(w.study, main_runs(w.study), "metrics.json"),
+    output:
+        csv="results/{study}/figures/summary.csv",
+        md="results/{study}/figures/summary.md",
+    log:
+        "results/logs/figures/{study}/summary.log",
+    wildcard_constraints:
+        study=IMAGE_WILDCARDS["study"],
+    params:
+        runs=lambda w: main_runs(w.study),
+        report_radii=lambda w: {d: [float(r) for r in v] for d, v in STUDIES[w.study]["report_radii"].items()},
+        paper_tasks=lambda w: dict(STUDIES[w.study]["paper_tasks"]),
+        code=code("images_summary_table"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/images_summary_table.py"

@@ -1,0 +1,205 @@
+"""Training any network of the model registry: full-batch steepest descent, SGD or Adam.
+
+One loop serves every study and architecture, so that a cross-paper experiment (sign
+descent on the feature-averaging clusters, a pReLU net under 10-class supervision) is a
+config entry:
+
+* ``algorithm="gd"``: full-batch steepest descent w.r.t. ``norm`` (l2 = gradient descent,
+  linf = sign descent, l1 = coordinate descent; :class:`ibrobust.optim.SteepestDescent`)
+  with a constant step ``lr``; one epoch = one step.
+* ``algorithm="sgd"`` / ``"adam"``: minibatches of ``batch_size`` (None = full batch) in an
+  order drawn from the seed's own generator, so the same seed gives the same iterates.
+
+Losses (``loss="auto"``): logistic on the binary score for 2-class supervision,
+cross-entropy on the heads for k-class supervision; ``"exponential"`` is exp(-y f) (binary
+only), formed in log space. Training stops at ``max_epochs`` or at the end of the first
+epoch whose mean train loss is below ``stop_loss`` with 100% train accuracy.
+
+(The two-layer nets of Study FA under l2 GD also have an exact, faster path in
+:mod:`ibrobust.training.full_batch`.)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ibrobust.optim.steepest import NORMS, SCALES, SteepestDescent
+from ibrobust.seeding import torch_generator
+
+ALGORITHMS = ("gd", "sgd", "adam")
+LOSSES = ("auto", "logistic", "exponential", "ce")
+
+
+@dataclass(frozen=True)
+class NetTrainConfig:
+    algorithm: str = "adam"
+    lr: float = 1e-3
+    max_epochs: int = 10  # gd: steps
+    batch_size: int | None = 128  # None = full batch (gd always uses the full batch)
+    norm: str = "l2"  # gd: geometry of the steepest step
+    scale: str = "dual"  # gd: "dual" (l2: plain gradient) or "unit" (normalised; linf: sign(g))
+    momentum: float = 0.0  # sgd
+    betas: tuple[float, float] = (0.9, 0.999)  # adam
+    weight_decay: float = 0.0  # sgd, adam
+    loss: str = "auto"
+    stop_loss: float | None = None  # stop once the epoch's mean loss is below it at 100% acc
+    log_every: int = 1  # epochs between logged records
+    n_checkpoints: int = 0  # log-spaced epochs whose weights are kept (plus the final one)
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.max_epochs < 1:
+            raise ValueError(f"max_epochs must be >= 1, got {self.max_epochs}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1 or None, got {self.batch_size}")
+        if self.norm not in NORMS or self.scale not in SCALES:
+            raise ValueError(
+                f"norm must be in {NORMS} and scale in {SCALES}, got {self.norm!r}, {self.scale!r}"
+            )
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if self.log_every < 1 or self.n_checkpoints < 0:
+            raise ValueError(
+                f"log_every must be >= 1 and n_checkpoints >= 0, got {self.log_every}, {self.n_checkpoints}"
+            )
+
+
+def batch_loss(
+    logits: torch.Tensor,
+    readout: torch.Tensor,
+    y: torch.Tensor,
+    fine: torch.Tensor,
+    supervision: str,
+    loss: str = "auto",
+) -> torch.Tensor:
+    """Mean training loss of a batch: (n, H) logits against the supervision's labels."""
+    if supervision == "multiclass":
+        if loss not in ("auto", "ce"):
+            raise ValueError(f"multiclass supervision trains with cross-entropy, not {loss!r}")
+        return F.cross_entropy(logits, fine)
+    if supervision != "binary":
+        raise ValueError(f"supervision must be 'binary' or 'multiclass', got {supervision!r}")
+    margin = y * (logits @ readout)  # (n,)
+    if loss in ("auto", "logistic"):
+        return F.softplus(-margin).mean()
+    if loss == "exponential":  # exp(-m) averaged, in log space: no overflow before the mean
+        return torch.exp(torch.logsumexp(-margin, 0) - math.log(margin.numel()))
+    raise ValueError(f"binary supervision trains with logistic or exponential loss, not {loss!r}")
+
+
+def batch_correct(
+    logits: torch.Tensor,
+    readout: torch.Tensor,
+    y: torch.Tensor,
+    fine: torch.Tensor,
+    supervision: str,
+) -> torch.Tensor:
+    """(n,) bool: correct on the label the model is trained on."""
+    if supervision == "multiclass":
+        return logits.argmax(1) == fine
+    return y * (logits @ readout) > 0
+
+
+def checkpoint_epochs(max_epochs: int, n: int) -> set[int]:
+    """``n`` log-spaced epochs in [1, max_epochs] (duplicates dropped); none when n = 0."""
+    if n == 0:
+        return set()
+    return set(map(int, np.unique(np.round(np.geomspace(1, max_epochs, max(n, 2))).astype(int))))
+
+
+@dataclass
+class NetTrainResult:
+    epochs: int
+    converged: bool  # stop_loss reached (False when no stop_loss is set)
+    history: list[dict] = field(default_factory=list)  # {epoch, loss, acc, seconds}
+    checkpoints: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)  # epoch -> state
+
+
+def _optimizer(params, cfg: NetTrainConfig) -> torch.optim.Optimizer:
+    if cfg.algorithm == "gd":
+        return SteepestDescent(params, lr=cfg.lr, norm=cfg.norm, scale=cfg.scale)
+    if cfg.algorithm == "sgd":
+        return torch.optim.SGD(
+            params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+        )
+    return torch.optim.Adam(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+
+
+def default_device() -> torch.device:
+    """CUDA when present, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def train_network(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    fine: torch.Tensor,
+    supervision: str,
+    cfg: NetTrainConfig,
+    seed: int,
+    device: torch.device | str | None = None,
+    on_log: Callable[[dict], None] | None = None,
+) -> NetTrainResult:
+    """Train ``model`` in place on (x, y, fine); the model ends on the CPU in eval mode."""
+    device = torch.device(device) if device is not None else default_device()
+    model.to(device).train()
+    x, y, fine = x.to(device), y.to(device), fine.to(device)
+    readout = model.readout
+    n = x.shape[0]
+    bs = n if cfg.algorithm == "gd" or cfg.batch_size is None else min(cfg.batch_size, n)
+    opt = _optimizer([p for p in model.parameters() if p.requires_grad], cfg)
+    gen = torch_generator(seed, "train", "shuffle")
+    ckpt_at = checkpoint_epochs(cfg.max_epochs, cfg.n_checkpoints)
+    result = NetTrainResult(epochs=0, converged=False)
+    t0 = time.monotonic()
+    for epoch in range(1, cfg.max_epochs + 1):
+        order = torch.randperm(n, generator=gen).to(device) if bs < n else None
+        loss_sum, correct = 0.0, 0
+        for lo in range(0, n, bs):
+            idx = order[lo : lo + bs] if order is not None else slice(lo, lo + bs)
+            xb, yb, fb = x[idx], y[idx], fine[idx]
+            logits = model(xb)
+            loss = batch_loss(logits, readout, yb, fb, supervision, cfg.loss)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(
+                    f"training diverged in epoch {epoch} (loss={float(loss)}); lower lr={cfg.lr}"
+                )
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            loss_sum += float(loss.detach()) * xb.shape[0]
+            correct += int(batch_correct(logits.detach(), readout, yb, fb, supervision).sum())
+        mean_loss, acc = loss_sum / n, correct / n
+        result.epochs = epoch
+        done = cfg.stop_loss is not None and mean_loss < cfg.stop_loss and correct == n
+        if epoch % cfg.log_every == 0 or done or epoch == cfg.max_epochs:
+            rec = {
+                "epoch": epoch,
+                "loss": mean_loss,
+                "acc": acc,
+                "seconds": time.monotonic() - t0,
+            }
+            result.history.append(rec)
+            if on_log is not None:
+                on_log(rec)
+        if epoch in ckpt_at:
+            result.checkpoints[epoch] = {
+                k: v.detach().cpu().clone() for k, v in model.state_dict().items()
+            }
+        if done:
+            result.converged = True
+            break
+    model.to("cpu").eval()
+    return result
