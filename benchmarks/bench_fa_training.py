@@ -22,7 +22,8 @@ import torch
 import torch.nn.functional as F
 
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
-from ibrobust.models.two_layer import TwoLayerConfig, init_two_layer, readout_for
+from ibrobust.models.readout import readout_for
+from ibrobust.models.two_layer import TwoLayerConfig, init_two_layer
 from ibrobust.training.full_batch import GDConfig, train_gd
 
 

@@ -13,7 +13,7 @@ rule analyze:
         "results/logs/analyze/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.log",
     params:
         supervision=lambda w: w.supervision,
-        code=code("analyze"),
+        code=analyze_code,
     threads: config["threads"]
     resources:
         mem_mb=4000,

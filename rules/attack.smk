@@ -18,7 +18,7 @@ rule attack:
         points=attack_points,
         task=lambda w: STUDIES[w.study].get("task", "binary"),
         seed=lambda w: int(w.seed),
-        code=code("attack"),
+        code=attack_code,
     threads: config["threads"]
     resources:
         mem_mb=4000,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
+from ibrobust import kinds
 from ibrobust.config import ConfigError, load_schema, validate_config
 from ibrobust.provenance import code_hash, config_hash
 
@@ -91,9 +92,33 @@ wildcard_constraints:
 
 # ---- code provenance: rerun a rule when any library module its script imports changes ----
 @cache
-def code(script):
-    """Hash of workflow_scripts/<script>.py and every module it imports (see ibrobust.provenance)."""
-    return code_hash(SCRIPTS / f"{script}.py")
+def code(script, *modules):
+    """Hash of workflow_scripts/<script>.py, every module it imports, and the given kind
+    modules with their imports (see ibrobust.provenance and ibrobust.kinds)."""
+    return code_hash(SCRIPTS / f"{script}.py", tuple(sorted(set(modules))))
+
+
+def _model_module(wildcards):
+    return kinds.module_of(kinds.MODELS, config["models"][wildcards.model]["kind"], "model")
+
+
+def dataset_code(wildcards):
+    kind = DATASETS[wildcards.dataset]["kind"]
+    return code("dataset", kinds.module_of(kinds.DATASETS, kind, "dataset"))
+
+
+def train_code(wildcards):
+    path = kinds.trainer(model_params(wildcards), optimizer_params(wildcards))
+    return code("train", _model_module(wildcards), kinds.TRAINERS[path])
+
+
+def analyze_code(wildcards):
+    return code("analyze", _model_module(wildcards))
+
+
+def attack_code(wildcards):
+    attacks = [kinds.module_of(kinds.ATTACKS, a["kind"], "attack") for a in attack_params(wildcards).values()]
+    return code("attack", _model_module(wildcards), *attacks)
 
 
 # ---- paths ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ rule dataset:
         dataset=lambda w: dataset_config(w.dataset),
         seed=lambda w: int(w.seed),
         data_root=lambda w: data_root_for(w.dataset),
-        code=code("dataset"),
+        code=dataset_code,
     threads: 1
     resources:
         mem_mb=4000,

@@ -19,7 +19,7 @@ rule train:
         supervision=lambda w: w.supervision,
         seed=lambda w: int(w.seed),
         device=config["device"],
-        code=code("train"),
+        code=train_code,
     threads: config["threads"]
     resources:
         mem_mb=4000,

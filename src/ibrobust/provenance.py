@@ -5,7 +5,9 @@ the rules whose code changed, the workflow passes ``code_hash(script)`` as a par
 the hash covers the script, the helper modules it imports from its own directory and
 every ``ibrobust`` module it imports, transitively (static analysis of ``import``
 statements, so nothing is executed). Editing ``ibrobust/plotting/fa.py`` therefore
-changes the hash of the figure scripts only, and Snakemake reruns those jobs.
+changes the hash of the figure scripts only, and Snakemake reruns those jobs. Registry
+kinds are loaded dynamically (``ibrobust.kinds``), so a rule adds the modules of its job's
+own kinds explicitly (``modules=``): a job hashes the code it can actually run.
 """
 
 from __future__ import annotations
@@ -55,12 +57,19 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-def module_closure(script: str | Path) -> list[Path]:
-    """The script plus every local helper and ``ibrobust`` module it (transitively) imports."""
+def module_closure(script: str | Path, modules: tuple[str, ...] = ()) -> list[Path]:
+    """The script plus every local helper and ``ibrobust`` module it (transitively) imports,
+    plus the closures of the dotted ``modules`` (a job's kind modules, see ibrobust.kinds)."""
     script = Path(script).resolve()
     local_dir = script.parent
     seen: dict[Path, None] = {}
     stack = [script]
+    for dotted in modules:
+        parts = dotted.split(".")
+        files = [_module_file(".".join(parts[: i + 1])) for i in range(len(parts))]
+        if files[-1] is None:
+            raise ImportError(f"cannot locate module {dotted!r} for the code hash")
+        stack.extend(f.resolve() for f in files if f is not None)
     while stack:
         f = stack.pop()
         if f in seen:
@@ -79,11 +88,11 @@ def module_closure(script: str | Path) -> list[Path]:
     return sorted(seen)
 
 
-def code_hash(script: str | Path) -> str:
+def code_hash(script: str | Path, modules: tuple[str, ...] = ()) -> str:
     """sha256 (first 16 hex) over the contents of :func:`module_closure`."""
     h = hashlib.sha256()
     pkg_root = _package_dir().parent
-    for f in module_closure(script):
+    for f in module_closure(script, modules):
         try:
             rel = f.relative_to(pkg_root)
         except ValueError:

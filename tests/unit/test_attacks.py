@@ -14,7 +14,8 @@ from ibrobust.attacks.losses import (
 from ibrobust.attacks.pgd import PGDConfig, pgd
 from ibrobust.attacks.universal import universal_direction, universal_perturbation
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
-from ibrobust.models.two_layer import TwoLayerConfig, TwoLayerFixed, init_two_layer, readout_for
+from ibrobust.models.readout import readout_for
+from ibrobust.models.two_layer import TwoLayerConfig, TwoLayerFixed, init_two_layer
 from ibrobust.seeding import torch_generator
 from ibrobust.training.full_batch import GDConfig, train_gd
 

@@ -10,7 +10,8 @@ import torch
 from ibrobust.analysis.cosines import cosine_matrix
 from ibrobust.analysis.decomposition import feature_averaging_index, lambda_decomposition
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
-from ibrobust.models.two_layer import TwoLayerConfig, init_two_layer, readout_for
+from ibrobust.models.readout import readout_for
+from ibrobust.models.two_layer import TwoLayerConfig, init_two_layer
 from ibrobust.seeding import torch_generator
 from ibrobust.training.full_batch import GDConfig, train_gd
 

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from ibrobust.io import load_torch, save_torch
+from ibrobust.models.readout import readout_for
 from ibrobust.models.two_layer import (
     TwoLayerConfig,
     TwoLayerFixed,
     from_state,
     init_two_layer,
-    readout_for,
     to_state,
 )
 from ibrobust.seeding import torch_generator

@@ -51,24 +51,26 @@ FIGURES_WITH_SCALING = [*FIGURES, "critical_radius_scaling"]
 #              robust_reference (optimizer "handbuilt", supervision binary) per seed.
 #   Scaling sweep over k in [2, 4], seeds [0]: k=4 is the base dataset itself (its jobs
 #              are reused), k=2 is the variant dataset "tiny_clusters@k=2".
-#   cluster_data: tiny_clusters seeds 0, 1 + tiny_clusters@k=2 seed 0             =  3
+#   dataset: tiny_clusters seeds 0, 1 + tiny_clusters@k=2 seed 0                  =  3
 #   train:  main: 2 sup x 2 seeds = 4 trained + 2 references                      =  6
 #           scaling: 2 datasets x seed 0 x (2 trained + 1 reference) = 6, of which
 #           the 3 on tiny_clusters seed 0 are the main runs already               = +3 -> 9
-#   analyze: every trained (not reference) main run (summary table; the cosine and
-#           lambda figures need the seed-0 subset)                                 =  4
+#   analyze: cosines of every trained (not reference) main run (summary table; the
+#           cosine figure needs the seed-0 subset)                                 =  4
+#   decompose: lambda decomposition of the same 4 two-layer runs                   =  4
 #   attack: grid main: the 6 main runs; grid scaling: the 6 scaling runs (their own
 #           outputs, also for the shared tiny_clusters seed-0 models)              = 12
-#   fa_cosine_figure, fa_lambda_figure, fa_robust_figure, fa_scaling_figure,
+#   cosine_figure, fa_lambda_figure, fa_robust_figure, fa_scaling_figure,
 #   fa_summary_table: one each for study fa                                        =  5
 #   all                                                                            =  1
-#   total                                                                          = 34
+#   total                                                                          = 38
 EXPECTED_JOBS = Counter(
-    cluster_data=3,
+    dataset=3,
     train=9,
     analyze=4,
+    decompose=4,
     attack=12,
-    fa_cosine_figure=1,
+    cosine_figure=1,
     fa_lambda_figure=1,
     fa_robust_figure=1,
     fa_scaling_figure=1,
@@ -76,7 +78,7 @@ EXPECTED_JOBS = Counter(
     all=1,
 )
 
-FIGURE_RULES = ["fa_cosine_figure", "fa_lambda_figure", "fa_robust_figure", "fa_scaling_figure"]
+FIGURE_RULES = ["cosine_figure", "fa_lambda_figure", "fa_robust_figure", "fa_scaling_figure"]
 
 
 @dataclass

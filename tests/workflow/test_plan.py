@@ -21,14 +21,15 @@ def test_lint(tmp_path):
 def test_dry_run_plans_every_rule(tmp_path):
     plan = parse_dry_run(snakemake(tmp_path, "-n", timeout=120))
     assert plan.stats == EXPECTED_JOBS
-    assert sum(plan.stats.values()) == 34
+    assert sum(plan.stats.values()) == 38
     grids = Counter(j.wildcards["grid"] for j in plan.of("attack"))
     assert grids == {"main": 6, "scaling": 6}
-    datasets = Counter(j.wildcards["dataset"] for j in plan.of("cluster_data"))
+    datasets = Counter(j.wildcards["dataset"] for j in plan.of("dataset"))
     assert datasets == {"tiny_clusters": 2, "tiny_clusters@k=2": 1}
     refs = [j for j in plan.of("train") if j.wildcards["model"] == "robust_reference"]
     assert len(refs) == 3 and all(j.wildcards["optimizer"] == "handbuilt" for j in refs)
     assert all(j.wildcards["model"] == "two_layer_m2" for j in plan.of("analyze"))
+    assert all(j.wildcards["model"] == "two_layer_m2" for j in plan.of("decompose"))
     assert not (tmp_path / "results").exists(), "a dry run must not write results"
 
 

@@ -139,3 +139,18 @@ def from_arrays(cfg: ClusterDataConfig, arrays: dict[str, np.ndarray]) -> Cluste
         for name in ("train", "test")
     }
     return ClusterData(cfg, t["means"], t["sign"], splits["train"], splits["test"])
+
+
+def make_dataset(spec: dict, seed: int, data_root=None) -> tuple[dict[str, np.ndarray], dict]:
+    """The ``clusters`` kind of :mod:`ibrobust.data.registry`: arrays and meta of one draw."""
+    cfg = config_from_dict(spec)
+    data = make_cluster_data(cfg, seed)
+    gram = data.means.double() @ data.means.double().T
+    meta = {
+        "train_class_counts": data.train.fine.bincount(minlength=cfg.k).tolist(),
+        "test_class_counts": data.test.fine.bincount(minlength=cfg.k).tolist(),
+        "train_positive_fraction": float((data.train.y > 0).float().mean()),
+        # orthogonality check: max |<mu_i, mu_j> - norm^2 [i == j]|
+        "max_abs_mean_inner": float((gram - cfg.norm**2 * torch.eye(cfg.k)).abs().max()),
+    }
+    return data.arrays(), meta

@@ -720,3 +720,26 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> ImageTensors:
         train=splits["train"],
         test=splits["test"],
     )
+
+
+def make_dataset(
+    spec: Mapping, seed: int, data_root: str | os.PathLike | None
+) -> tuple[dict[str, np.ndarray], dict]:
+    """The ``image`` kind of :mod:`ibrobust.data.registry`: arrays and meta of one subset."""
+    if data_root is None:
+        raise ValueError("image datasets need a data_root (config key data_root)")
+    entry = dict(spec)
+    if entry.get("source") not in TORCHVISION_SOURCES:
+        entry.pop("download", None)  # torchvision-only; the workflow's schema fills it in
+    data = make_image_data(config_from_dict(entry), seed, data_root)
+    counts = data.class_counts()
+    meta = {
+        "checksum": data.checksum,
+        "location": str(data.location),
+        "classes": data.classes.tolist(),
+        "class_names": list(data.class_names),
+        "train_class_counts": counts["train"].tolist(),
+        "test_class_counts": counts["test"].tolist(),
+        "train_positive_fraction": float((data.train.y > 0).mean()),
+    }
+    return data.arrays(), meta

@@ -2,15 +2,16 @@
 
 :func:`fit` turns one ``train`` job - a dataset, a ``models`` entry, an ``optimizers``
 entry, a supervision and a seed - into a saved model state, a history table and a few
-scalars. It picks the training path from the entries' kinds:
+scalars. The training path comes from the entries' kinds (:func:`ibrobust.kinds.trainer`)
+and its module is loaded on demand, so a job's code hash covers only the path it runs:
 
-* the hand-built robust reference of Study FA is constructed, not trained;
-* a ``two_layer`` net under l2 ``gd`` (logistic / cross-entropy loss) uses the exact
-  Gram-space GD of :mod:`ibrobust.training.full_batch` (same iterates, ~2d/n fewer flops),
-  which also keeps the log-spaced checkpoints of the lambda decomposition;
-* everything else goes through :func:`ibrobust.training.network.train_network` (full-batch
-  steepest descent in any norm, SGD, Adam); a two-layer net trained that way gets the same
-  checkpoint fields, so the decomposition also runs on, e.g., sign descent.
+* ``construct``: the hand-built robust reference of Study FA (not trained);
+* ``gram_gd``: a ``two_layer`` net under l2 ``gd`` with logistic / cross-entropy loss, by
+  the exact Gram-space GD of :mod:`ibrobust.training.full_batch` (same iterates, ~2d/n
+  fewer flops), which keeps the log-spaced checkpoints of the lambda decomposition;
+* ``network``: everything else, by :func:`ibrobust.training.network.train_network`
+  (full-batch steepest descent in any norm, SGD, Adam); a two-layer net trained that way
+  gets the same checkpoint fields, so the decomposition also runs on, e.g., sign descent.
 """
 
 from __future__ import annotations
@@ -23,12 +24,11 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ibrobust import kinds
 from ibrobust.data.dataset import Dataset
+from ibrobust.models.readout import readout_for
 from ibrobust.models.registry import BuildContext, build_model, model_state
-from ibrobust.models.robust_reference import robust_reference_net
-from ibrobust.models.two_layer import TwoLayerFixed, readout_for
-from ibrobust.training.full_batch import GDConfig, train_gd
-from ibrobust.training.network import NetTrainConfig, batch_correct, train_network
+from ibrobust.training.losses import supervised_correct
 
 # optimizers-registry keys -> NetTrainConfig fields, per kind
 _NET_KEYS = {
@@ -42,33 +42,28 @@ _NET_KEYS = {
         "scale": "scale",
         "loss": "loss",
     },
-    "sgd": {
-        "lr": "lr",
-        "epochs": "max_epochs",
-        "batch_size": "batch_size",
-        "momentum": "momentum",
-        "weight_decay": "weight_decay",
-        "stop_loss": "stop_loss",
-        "log_every": "log_every",
-        "n_checkpoints": "n_checkpoints",
-        "loss": "loss",
-    },
-    "adam": {
-        "lr": "lr",
-        "epochs": "max_epochs",
-        "batch_size": "batch_size",
-        "betas": "betas",
-        "weight_decay": "weight_decay",
-        "stop_loss": "stop_loss",
-        "log_every": "log_every",
-        "n_checkpoints": "n_checkpoints",
-        "loss": "loss",
+    **{
+        kind: {
+            "lr": "lr",
+            "epochs": "max_epochs",
+            "batch_size": "batch_size",
+            "weight_decay": "weight_decay",
+            "stop_loss": "stop_loss",
+            "log_every": "log_every",
+            "n_checkpoints": "n_checkpoints",
+            "loss": "loss",
+            "momentum": "momentum",
+            "betas": "betas",
+        }
+        for kind in ("sgd", "adam")
     },
 }
+# keys of the gd entry that GDConfig (ibrobust.training.full_batch) takes
+_GRAM_KEYS = ("lr", "max_steps", "stop_loss", "n_checkpoints", "log_every", "method")
 
 
-def net_train_config(opt: dict) -> NetTrainConfig:
-    """:class:`NetTrainConfig` of an ``optimizers`` entry of kind gd, sgd or adam."""
+def net_train_fields(opt: dict) -> dict[str, Any]:
+    """NetTrainConfig fields of an ``optimizers`` entry of kind gd, sgd or adam."""
     kind = opt.get("kind")
     if kind not in _NET_KEYS:
         raise ValueError(f"optimizer kind {kind!r} cannot train a network; use {sorted(_NET_KEYS)}")
@@ -76,19 +71,7 @@ def net_train_config(opt: dict) -> NetTrainConfig:
     fields: dict[str, Any] = {keys[k]: v for k, v in opt.items() if k in keys}
     if "betas" in fields:
         fields["betas"] = tuple(float(b) for b in fields["betas"])
-    return NetTrainConfig(algorithm=kind, **fields)
-
-
-def uses_gram_gd(model: dict, opt: dict) -> bool:
-    """The exact fast path: two-layer net, l2 GD with its plain gradient, logistic/CE loss."""
-    return (
-        model.get("kind") == "two_layer"
-        and opt.get("kind") == "gd"
-        and opt.get("norm", "l2") == "l2"
-        and opt.get("scale", "dual") == "dual"
-        and opt.get("loss", "auto") in ("auto", "logistic", "ce")
-        and opt.get("method", "gram") in ("gram", "direct")
-    )
+    return {"algorithm": kind, **fields}
 
 
 @dataclass
@@ -98,22 +81,22 @@ class FitResult:
     metrics: dict[str, float]  # train/test accuracies, steps, converged
 
 
-def _evaluate(net: nn.Module, data: Dataset, supervision: str, batch: int = 2048) -> dict:
-    def acc(split, fn) -> float:
+def evaluate(net: nn.Module, data: Dataset, supervision: str, batch: int = 2048) -> dict:
+    """Train accuracy on the trained labels, test accuracy of the binary task (and of the
+    fine classes for a k-class model)."""
+
+    def acc(split, sup: str) -> float:
         out = []
         with torch.no_grad():
             for lo in range(0, len(split), batch):
                 sl = slice(lo, lo + batch)
-                out.append(fn(net(split.x[sl]), split.y[sl], split.fine[sl]))
+                z = net(split.x[sl])
+                out.append(supervised_correct(sup, z, net.readout, split.y[sl], split.fine[sl]))
         return float(torch.cat(out).float().mean())
 
-    ro = net.readout
-    res = {
-        "train.acc": acc(data.train, lambda z, y, f: batch_correct(z, ro, y, f, supervision)),
-        "test.binary_acc": acc(data.test, lambda z, y, f: batch_correct(z, ro, y, f, "binary")),
-    }
+    res = {"train.acc": acc(data.train, supervision), "test.binary_acc": acc(data.test, "binary")}
     if supervision == "multiclass":
-        res["test.fine_acc"] = acc(data.test, lambda z, y, f: z.argmax(1) == f)
+        res["test.fine_acc"] = acc(data.test, "multiclass")
     return res
 
 
@@ -127,76 +110,57 @@ def fit(
     device: str | None = None,
 ) -> FitResult:
     """Build (or construct) and train one model; see the module docstring for the paths."""
+    path = kinds.trainer(model, opt)
+    trainer = kinds.load(kinds.TRAINERS, path, "training path")
     tr = data.train
-    if model["kind"] == "robust_reference":
+    if path == "construct":
         if data.means is None:
             raise ValueError("the robust reference needs synthetic cluster data (cluster means)")
-        net = robust_reference_net(data.means, data.sign, beta=model["beta"])
+        net = trainer.robust_reference_net(data.means, data.sign, beta=model["beta"])
         state = model_state(net, model, None, supervision="binary")
         history = pd.DataFrame([{"step": 0, "loss": float("nan")}])
-        return FitResult(state, history, _evaluate(net, data, "binary"))
+        return FitResult(state, history, evaluate(net, data, "binary"))
 
     readout = readout_for(supervision, data.sign)
     ctx = BuildContext(data.input_shape, readout, seed, tr.x)
     net = build_model(model, ctx)
-    if uses_gram_gd(model, opt):
-        assert isinstance(net, TwoLayerFixed)
-        w0, b0 = net.weight.detach().clone(), net.bias.detach().clone()
-        gd = GDConfig(**{k: v for k, v in opt.items() if k in GDConfig.__dataclass_fields__})
-        res = train_gd(tr.x, tr.y, tr.fine, w0, b0, readout, supervision, gd, on_log=on_log)
-        net = TwoLayerFixed(res.weight, res.bias, readout)
-        steps = sorted(res.checkpoints)
-        extra = _two_layer_checkpoints(
-            w0,
-            b0,
-            steps,
-            [res.checkpoints[s][0] for s in steps],
-            [res.checkpoints[s][1] for s in steps],
+    init = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    if path == "gram_gd":
+        gd = trainer.GDConfig(**{k: opt[k] for k in _GRAM_KEYS if k in opt})
+        res = trainer.train_gd(
+            tr.x,
+            tr.y,
+            tr.fine,
+            init["weight"],
+            init["bias"],
+            readout,
+            supervision,
+            gd,
+            on_log=on_log,
         )
+        net.load_state_dict({**init, "weight": res.weight, "bias": res.bias})
+        ckpts = {s: {"weight": w, "bias": b} for s, (w, b) in res.checkpoints.items()}
         history, n_steps, converged = pd.DataFrame(res.history), res.steps, res.converged
     else:
-        cfg = net_train_config(opt)
-        init = {k: v.detach().clone() for k, v in net.state_dict().items()}
-        res = train_network(net, tr.x, tr.y, tr.fine, supervision, cfg, seed, device, on_log)
-        extra = {}
-        if isinstance(net, TwoLayerFixed):  # the decomposition reads these
-            steps = [0, *sorted(res.checkpoints), res.epochs]
-            states = [
-                init,
-                *(res.checkpoints[s] for s in sorted(res.checkpoints)),
-                net.state_dict(),
-            ]
-            steps, states = _dedupe(steps, states)
-            extra = _two_layer_checkpoints(
-                init["weight"],
-                init["bias"],
-                steps,
-                [s["weight"] for s in states],
-                [s["bias"] for s in states],
-            )
-        else:
-            extra = {"checkpoints": {str(e): s for e, s in res.checkpoints.items()}}
+        cfg = trainer.NetTrainConfig(**net_train_fields(opt))
+        res = trainer.train_network(
+            net, tr.x, tr.y, tr.fine, supervision, cfg, seed, device, on_log
+        )
+        ckpts = {0: init, **res.checkpoints, res.epochs: net.state_dict()}
         history, n_steps, converged = pd.DataFrame(res.history), res.epochs, res.converged
+    if model["kind"] == "two_layer":  # the lambda decomposition reads these
+        steps = sorted(ckpts)
+        extra = {
+            "init_weight": init["weight"],
+            "init_bias": init["bias"],
+            "ckpt_steps": torch.tensor(steps),
+            "ckpt_weight": torch.stack([ckpts[s]["weight"].detach().clone() for s in steps]),
+            "ckpt_bias": torch.stack([ckpts[s]["bias"].detach().clone() for s in steps]),
+        }
+    else:
+        extra = {"checkpoints": {str(e): s for e, s in ckpts.items() if e not in (0, n_steps)}}
     state = model_state(net, model, ctx, supervision=supervision, **extra)
     state.update(steps=torch.tensor(n_steps), converged=torch.tensor(converged))
-    metrics = {**_evaluate(net, data, supervision), "train.steps": float(n_steps)}
+    metrics = {**evaluate(net, data, supervision), "train.steps": float(n_steps)}
     metrics["train.converged"] = float(converged)
     return FitResult(state, history, metrics)
-
-
-def _dedupe(steps: list[int], states: list[dict]) -> tuple[list[int], list[dict]]:
-    seen: dict[int, dict] = {}
-    for s, st in zip(steps, states, strict=True):
-        seen[s] = st
-    keys = sorted(seen)
-    return keys, [seen[k] for k in keys]
-
-
-def _two_layer_checkpoints(w0, b0, steps, weights, biases) -> dict:
-    return {
-        "init_weight": w0.detach().clone(),
-        "init_bias": b0.detach().clone(),
-        "ckpt_steps": torch.tensor(steps),
-        "ckpt_weight": torch.stack([w.detach().clone() for w in weights]),
-        "ckpt_bias": torch.stack([b.detach().clone() for b in biases]),
-    }

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ibrobust.seeding import torch_generator
+
 IMAGE_MODEL_KINDS = ("mlp", "cnn", "resnet18")
 
 
@@ -79,10 +81,10 @@ class HeadNet(nn.Module):
         self.body = body
         self.head = nn.Linear(features, readout.numel())
         self.register_buffer("readout", readout.clone().to(torch.float32))  # (H,)
-        self.register_buffer("mean", mean.clone().to(torch.float32))  # (C, H, W) or (C, 1, 1)
+        self.register_buffer("mean", mean.clone().to(torch.float32))  # broadcasts with one input
         self.register_buffer("std", std.clone().to(torch.float32))
 
-    def embed(self, x: torch.Tensor) -> torch.Tensor:  # (n, C, H, W) -> (n, F)
+    def embed(self, x: torch.Tensor) -> torch.Tensor:  # (n, *input_shape) -> (n, F)
         return self.body((x - self.mean) / self.std)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (n, C, H, W) -> (n, H)
@@ -159,17 +161,26 @@ def _resnet18(channels: int, width: int) -> tuple[nn.Module, int]:
 
 
 def _normalisation(
-    cfg: ImageModelConfig, shape: tuple[int, int, int], train_x: torch.Tensor | None
+    cfg: ImageModelConfig, shape: tuple[int, ...], train_x: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    c = shape[0]
+    """(mean, std) buffers broadcasting against one input of ``shape``."""
+    per_channel = (shape[0], 1, 1) if len(shape) == 3 else shape  # flat inputs: per feature
     if cfg.normalize == "none":
-        return torch.zeros(c, 1, 1), torch.ones(c, 1, 1)
+        return torch.zeros(per_channel), torch.ones(per_channel)
     if train_x is None:
-        raise ValueError(f"normalize={cfg.normalize!r} needs the training images")
+        raise ValueError(f"normalize={cfg.normalize!r} needs the training inputs")
     if cfg.normalize == "center":  # the mean training image (Min & Vidal's MNIST setup)
-        return train_x.float().mean(0), torch.ones(c, 1, 1)
-    flat = train_x.float().transpose(0, 1).reshape(c, -1)  # (C, n*H*W)
-    return flat.mean(1).reshape(c, 1, 1), flat.std(1).clamp_min(1e-6).reshape(c, 1, 1)
+        return train_x.float().mean(0), torch.ones(per_channel)
+    c = per_channel[0] if len(shape) == 3 else int(torch.tensor(shape).prod())
+    flat = train_x.float().reshape(len(train_x), c, -1).transpose(0, 1).reshape(c, -1)  # (C, .)
+    return flat.mean(1).reshape(per_channel), flat.std(1).clamp_min(1e-6).reshape(per_channel)
+
+
+def build(spec: dict, ctx) -> HeadNet:
+    """The ``mlp`` / ``cnn`` / ``resnet18`` kinds of :mod:`ibrobust.models.registry`."""
+    cfg = image_config_from_dict(spec)
+    gen = torch_generator(ctx.seed, "model", cfg.kind, "init")
+    return build_image_model(cfg, ctx.input_shape, ctx.readout, gen, ctx.train_x)
 
 
 def build_image_model(
@@ -179,18 +190,19 @@ def build_image_model(
     gen: torch.Generator,
     train_x: torch.Tensor | None = None,
 ) -> HeadNet:
-    """A freshly initialised :class:`HeadNet` for images of ``input_shape`` (C, H, W).
+    """A freshly initialised :class:`HeadNet` for inputs of ``input_shape`` ((C, H, W) images;
+    the MLP also takes flat (d,) inputs).
 
     The initialisation is PyTorch's default (Kaiming-uniform) drawn from ``gen``, so the
     same generator state gives the same weights.
     """
-    if len(input_shape) != 3:
-        raise ValueError(f"image models need inputs (C, H, W), got shape {tuple(input_shape)}")
-    shape = (int(input_shape[0]), int(input_shape[1]), int(input_shape[2]))
-    if cfg.kind == "mlp":
-        body, feats = _mlp(shape[0] * shape[1] * shape[2], cfg.hidden)
+    shape = tuple(int(s) for s in input_shape)
+    if cfg.kind == "mlp":  # any input shape: flattened
+        body, feats = _mlp(int(torch.tensor(shape).prod()), cfg.hidden)
+    elif len(shape) != 3:
+        raise ValueError(f"{cfg.kind} needs image inputs (C, H, W), got shape {shape}")
     elif cfg.kind == "cnn":
-        body, feats = _cnn(shape, cfg)
+        body, feats = _cnn(shape, cfg)  # type: ignore[arg-type]
     else:
         body, feats = _resnet18(shape[0], cfg.width)
     mean, std = _normalisation(cfg, shape, train_x)

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import torch
 
-from ibrobust.models.two_layer import TwoLayerFixed
+from ibrobust.models.two_layer import TwoLayerFixed, from_state, to_state
+
+# the reference is a TwoLayerFixed: it is saved and loaded in the two-layer file format
+__all__ = ["TwoLayerFixed", "analytic_radius", "from_state", "robust_reference_net", "to_state"]
 
 
 def robust_reference_net(

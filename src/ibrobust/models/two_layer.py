@@ -18,8 +18,6 @@ from torch import nn
 
 from ibrobust.seeding import torch_generator
 
-SUPERVISIONS = ("binary", "multiclass")
-
 
 @dataclass(frozen=True)
 class TwoLayerConfig:
@@ -32,18 +30,6 @@ class TwoLayerConfig:
             raise ValueError(f"m must be >= 1, got {self.m}")
         if self.init_scale < 0:
             raise ValueError(f"init_scale must be >= 0, got {self.init_scale}")
-
-
-def readout_for(supervision: str, sign: torch.Tensor) -> torch.Tensor:
-    """(H,) readout mapping head outputs to the binary score for a supervision.
-
-    ``sign`` is the (k,) +-1 cluster sign; binary training uses heads (+, -).
-    """
-    if supervision == "binary":
-        return torch.tensor([1.0, -1.0])
-    if supervision == "multiclass":
-        return sign.to(torch.float32).clone()
-    raise ValueError(f"supervision must be one of {SUPERVISIONS}, got {supervision!r}")
 
 
 class TwoLayerFixed(nn.Module):
@@ -93,6 +79,15 @@ def init_two_layer(
     w = torch.randn(heads, cfg.m, d, generator=g) * (cfg.init_scale / d**0.5)
     b = torch.randn(heads, cfg.m, generator=g) / d if cfg.bias else torch.zeros(heads, cfg.m)
     return w, b
+
+
+def build(spec: dict, ctx) -> TwoLayerFixed:
+    """The ``two_layer`` kind of :mod:`ibrobust.models.registry` (paper initialisation)."""
+    if len(ctx.input_shape) != 1:
+        raise ValueError(f"two_layer needs flat inputs (d,), got shape {tuple(ctx.input_shape)}")
+    cfg = TwoLayerConfig(**{k: v for k, v in spec.items() if k != "kind"})
+    w, b = init_two_layer(ctx.input_shape[0], ctx.readout.numel(), cfg, ctx.seed)
+    return TwoLayerFixed(w, b, ctx.readout)
 
 
 def to_state(net: TwoLayerFixed, **extra) -> dict:

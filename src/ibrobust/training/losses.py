@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -18,17 +20,52 @@ def fine_cross_entropy(heads: torch.Tensor, fine: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(heads, fine)
 
 
+def exponential_margin_loss(
+    heads: torch.Tensor, readout: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
+    """mean exp(-y f), formed in log space (no overflow before the mean; Min & Vidal's loss)."""
+    margin = y * (heads @ readout)  # (n,)
+    return torch.exp(torch.logsumexp(-margin, 0) - math.log(margin.numel()))
+
+
+LOSSES = ("auto", "logistic", "exponential")
+
+
 def supervised_loss(
     supervision: str,
     heads: torch.Tensor,
     readout: torch.Tensor,
     y: torch.Tensor,
     fine: torch.Tensor,
+    loss: str = "auto",
 ) -> torch.Tensor:
+    """Mean training loss: logistic (``auto``) or exponential on the binary margin for 2-class
+    supervision, cross-entropy on the heads for k-class supervision."""
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
     if supervision == "binary":
+        if loss == "exponential":
+            return exponential_margin_loss(heads, readout, y)
         return logistic_margin_loss(heads, readout, y)
     if supervision == "multiclass":
+        if loss == "exponential":
+            raise ValueError("multiclass supervision trains with cross-entropy, not 'exponential'")
         return fine_cross_entropy(heads, fine)
+    raise ValueError(f"unknown supervision {supervision!r}")
+
+
+def supervised_correct(
+    supervision: str,
+    heads: torch.Tensor,
+    readout: torch.Tensor,
+    y: torch.Tensor,
+    fine: torch.Tensor,
+) -> torch.Tensor:
+    """(n,) bool: correct on the label the model is trained on (binary sign, or fine argmax)."""
+    if supervision == "binary":
+        return (heads @ readout) * y > 0
+    if supervision == "multiclass":
+        return heads.argmax(1) == fine
     raise ValueError(f"unknown supervision {supervision!r}")
 
 
@@ -40,6 +77,4 @@ def supervised_accuracy(
     fine: torch.Tensor,
 ) -> float:
     """Accuracy on the label the model is trained on (binary sign, or fine argmax)."""
-    if supervision == "binary":
-        return float(((heads @ readout) * y > 0).float().mean())
-    return float((heads.argmax(1) == fine).float().mean())
+    return float(supervised_correct(supervision, heads, readout, y, fine).float().mean())

@@ -10,9 +10,9 @@ config entry:
 * ``algorithm="sgd"`` / ``"adam"``: minibatches of ``batch_size`` (None = full batch) in an
   order drawn from the seed's own generator, so the same seed gives the same iterates.
 
-Losses (``loss="auto"``): logistic on the binary score for 2-class supervision,
-cross-entropy on the heads for k-class supervision; ``"exponential"`` is exp(-y f) (binary
-only), formed in log space. Training stops at ``max_epochs`` or at the end of the first
+Losses (:func:`ibrobust.training.losses.supervised_loss`; ``loss="auto"``): logistic on
+the binary score for 2-class supervision, cross-entropy on the heads for k-class
+supervision; ``"exponential"`` is exp(-y f) (binary only), formed in log space. Training stops at ``max_epochs`` or at the end of the first
 epoch whose mean train loss is below ``stop_loss`` with 100% train accuracy.
 
 (The two-layer nets of Study FA under l2 GD also have an exact, faster path in
@@ -21,21 +21,19 @@ epoch whose mean train loss is below ``stop_loss`` with 100% train accuracy.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ibrobust.optim.steepest import NORMS, SCALES, SteepestDescent
 from ibrobust.seeding import torch_generator
+from ibrobust.training.losses import LOSSES, supervised_correct, supervised_loss
 
 ALGORITHMS = ("gd", "sgd", "adam")
-LOSSES = ("auto", "logistic", "exponential", "ce")
 
 
 @dataclass(frozen=True)
@@ -73,42 +71,6 @@ class NetTrainConfig:
             raise ValueError(
                 f"log_every must be >= 1 and n_checkpoints >= 0, got {self.log_every}, {self.n_checkpoints}"
             )
-
-
-def batch_loss(
-    logits: torch.Tensor,
-    readout: torch.Tensor,
-    y: torch.Tensor,
-    fine: torch.Tensor,
-    supervision: str,
-    loss: str = "auto",
-) -> torch.Tensor:
-    """Mean training loss of a batch: (n, H) logits against the supervision's labels."""
-    if supervision == "multiclass":
-        if loss not in ("auto", "ce"):
-            raise ValueError(f"multiclass supervision trains with cross-entropy, not {loss!r}")
-        return F.cross_entropy(logits, fine)
-    if supervision != "binary":
-        raise ValueError(f"supervision must be 'binary' or 'multiclass', got {supervision!r}")
-    margin = y * (logits @ readout)  # (n,)
-    if loss in ("auto", "logistic"):
-        return F.softplus(-margin).mean()
-    if loss == "exponential":  # exp(-m) averaged, in log space: no overflow before the mean
-        return torch.exp(torch.logsumexp(-margin, 0) - math.log(margin.numel()))
-    raise ValueError(f"binary supervision trains with logistic or exponential loss, not {loss!r}")
-
-
-def batch_correct(
-    logits: torch.Tensor,
-    readout: torch.Tensor,
-    y: torch.Tensor,
-    fine: torch.Tensor,
-    supervision: str,
-) -> torch.Tensor:
-    """(n,) bool: correct on the label the model is trained on."""
-    if supervision == "multiclass":
-        return logits.argmax(1) == fine
-    return y * (logits @ readout) > 0
 
 
 def checkpoint_epochs(max_epochs: int, n: int) -> set[int]:
@@ -152,8 +114,10 @@ def train_network(
     device: torch.device | str | None = None,
     on_log: Callable[[dict], None] | None = None,
 ) -> NetTrainResult:
-    """Train ``model`` in place on (x, y, fine); the model ends on the CPU in eval mode."""
-    device = torch.device(device) if device is not None else default_device()
+    """Train ``model`` in place on (x, y, fine); the model ends on the CPU in eval mode.
+
+    ``device``: ``"auto"`` / None = CUDA when present, else the CPU; or any torch device."""
+    device = default_device() if device in (None, "auto") else torch.device(device)
     model.to(device).train()
     x, y, fine = x.to(device), y.to(device), fine.to(device)
     readout = model.readout
@@ -171,7 +135,7 @@ def train_network(
             idx = order[lo : lo + bs] if order is not None else slice(lo, lo + bs)
             xb, yb, fb = x[idx], y[idx], fine[idx]
             logits = model(xb)
-            loss = batch_loss(logits, readout, yb, fb, supervision, cfg.loss)
+            loss = supervised_loss(supervision, logits, readout, yb, fb, cfg.loss)
             if not torch.isfinite(loss):
                 raise FloatingPointError(
                     f"training diverged in epoch {epoch} (loss={float(loss)}); lower lr={cfg.lr}"
@@ -180,7 +144,7 @@ def train_network(
             loss.backward()
             opt.step()
             loss_sum += float(loss.detach()) * xb.shape[0]
-            correct += int(batch_correct(logits.detach(), readout, yb, fb, supervision).sum())
+            correct += int(supervised_correct(supervision, logits.detach(), readout, yb, fb).sum())
         mean_loss, acc = loss_sum / n, correct / n
         result.epochs = epoch
         done = cfg.stop_loss is not None and mean_loss < cfg.stop_loss and correct == n

@@ -1,0 +1,67 @@
+"""Where each registry kind lives: one table that both dispatches and hashes.
+
+The generic pieces (``data.registry``, ``models.registry``, ``experiments.networks``,
+``attacks.suite``) never import a kind's module statically; they load it from these
+tables with :func:`load`. The workflow adds the code hash of exactly the modules of a
+job's own kinds to that job's ``code`` param (``ibrobust.provenance.code_hash``), so
+editing the image loaders reruns the image dataset jobs and not the synthetic ones, and
+editing the CNN reruns the CNN's jobs and not the two-layer nets of Study FA.
+
+This module imports nothing heavy: the Snakefile reads it while parsing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+# datasets kind -> module exposing make_dataset(spec, seed, data_root) -> (arrays, meta)
+DATASETS = {
+    "clusters": "ibrobust.data.clusters",
+    "image": "ibrobust.data.images",
+}
+# models kind -> module exposing build(cfg, ctx) (robust_reference: built from the data)
+MODELS = {
+    "two_layer": "ibrobust.models.two_layer",
+    "robust_reference": "ibrobust.models.robust_reference",
+    "mlp": "ibrobust.models.image",
+    "cnn": "ibrobust.models.image",
+    "resnet18": "ibrobust.models.image",
+}
+# training path -> module exposing fit_path(...) (see experiments.networks)
+TRAINERS = {
+    "construct": "ibrobust.models.robust_reference",  # the hand-built net is not trained
+    "gram_gd": "ibrobust.training.full_batch",  # exact fast GD of two-layer nets
+    "network": "ibrobust.training.network",  # any net: steepest descent, SGD, Adam
+}
+# attacks kind -> module holding the attack
+ATTACKS = {
+    "pgd": "ibrobust.attacks.pgd",
+    "universal": "ibrobust.attacks.universal",
+}
+
+
+def trainer(model: dict, optimizer: dict) -> str:
+    """The training path of a (models entry, optimizers entry) pair."""
+    if model.get("kind") == "robust_reference":
+        return "construct"
+    gram = (
+        model.get("kind") == "two_layer"
+        and optimizer.get("kind") == "gd"
+        and optimizer.get("norm", "l2") == "l2"
+        and optimizer.get("scale", "dual") == "dual"
+        and optimizer.get("loss", "auto") in ("auto", "logistic")
+    )
+    return "gram_gd" if gram else "network"
+
+
+def module_of(table: dict[str, str], kind: str, what: str) -> str:
+    try:
+        return table[kind]
+    except KeyError:
+        raise ValueError(f"unknown {what} kind {kind!r}; known: {sorted(table)}") from None
+
+
+def load(table: dict[str, str], kind: str, what: str) -> ModuleType:
+    """The module of ``kind`` in ``table`` (ValueError naming the kind if unknown)."""
+    return importlib.import_module(module_of(table, kind, what))

@@ -1,0 +1,127 @@
+"""Study FA-IMAGES end to end on a tiny fake image set (an .npz source the test writes).
+
+The same generic rules as Study FA (dataset, train, analyze, attack, cosine_figure) plus
+the image study's figure and summary; the data root comes from ``--config data_root=``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from smk_helpers import finished_rules, parse_dry_run, snakemake
+
+pytestmark = pytest.mark.workflow
+
+CONFIG = Path(__file__).resolve().parent / "configs" / "tiny_images.yaml"
+EXPECTED = Counter(
+    dataset=1,  # tiny_img, seed 0
+    train=2,  # binary + multiclass
+    analyze=2,
+    attack=2,
+    cosine_figure=1,
+    images_robust_figure=1,
+    images_summary_table=1,
+    all=1,
+)
+
+
+def fake_images(path: Path, n_train: int = 300, n_test: int = 100, seed: int = 0) -> None:
+    """10 classes of 8x8 grey images: class c lights row c % 8 (columns by c // 8) on noise."""
+    rng = np.random.default_rng(seed)
+
+    def split(n):
+        y = np.arange(n) % 10
+        x = rng.integers(0, 60, size=(n, 8, 8)).astype(np.uint8)
+        for i, c in enumerate(y):
+            cols = slice(0, 4) if c < 8 else slice(4, 8)
+            x[i, c % 8, cols] = 230
+        return x, y.astype(np.int64)
+
+    x_train, y_train = split(n_train)
+    x_test, y_test = split(n_test)
+    np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+
+
+@pytest.fixture(scope="module")
+def image_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("image_data")
+    fake_images(root / "tiny_images.npz")
+    work = tmp_path_factory.mktemp("image_run")
+    args = ("--config", f"data_root={root}")
+    plan = parse_dry_run(snakemake(work, "-n", *args, configfiles=(CONFIG,), timeout=120))
+    run = snakemake(work, "--cores", "2", *args, configfiles=(CONFIG,), timeout=1200)
+    if run.returncode != 0:
+        pytest.fail("the tiny image workflow failed\n" + run.describe(), pytrace=False)
+    return work, root, plan, run
+
+
+def test_plans_and_runs_every_image_rule(image_run):
+    work, _, plan, run = image_run
+    assert plan.stats == EXPECTED
+    assert finished_rules(run) == EXPECTED
+    figs = work / "results" / "tiny_images" / "figures"
+    for name in ("cosine_heatmaps", "robust_accuracy_vs_radius"):
+        assert (figs / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (figs / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+    assert (figs / "summary.md").read_text().startswith("# Summary")
+
+
+def test_dataset_file_and_meta(image_run):
+    work = image_run[0]
+    base = work / "results" / "datasets" / "tiny_img" / "seed0"
+    with np.load(base / "data.npz") as z:
+        assert z["train_x"].shape == (200, 1, 8, 8) and z["train_x"].dtype == np.uint8
+        assert z["test_x"].shape == (60, 1, 8, 8)
+        np.testing.assert_array_equal(z["sign"], [1, 1, 1, 1, 1, -1, -1, -1, -1, -1])
+        np.testing.assert_array_equal(z["train_y"], z["sign"][z["train_fine"]])
+        # stratified: 20 per class of a balanced source
+        assert np.bincount(z["train_fine"]).tolist() == [20] * 10
+    meta = (base / "meta.json").read_text()
+    assert '"checksum"' in meta and '"train_class_counts"' in meta
+
+
+def test_models_learn_and_attacks_are_monotone(image_run):
+    work = image_run[0]
+    df = pd.read_csv(work / "results/tiny_images/figures/robust_accuracy_vs_radius.csv")
+    for sup, g in df.groupby("supervision"):
+        expected = {"pgd_margin_tiny", "worst"} | (
+            {"pgd_ce_tiny"} if sup == "multiclass" else set()
+        )
+        assert set(g.attack) == expected, sup
+        clean = g[(g.eps == 0) & (g.attack == "worst")].robust_acc.item()
+        assert clean > 0.9, (sup, clean)  # the fake classes are easy
+        for _, a in g.groupby("attack"):
+            assert a.sort_values("eps").robust_acc.is_monotonic_decreasing
+        wide = g.pivot(index="eps", columns="attack", values="robust_acc")
+        assert (wide["worst"].values[:, None] <= wide.drop(columns="worst").values + 1e-12).all()
+        # a radius-2 l2 ball in [0,1]^64 contains a flip of the row pattern
+        assert g[(g.eps == 2.0) & (g.attack == "worst")].robust_acc.item() < clean
+
+
+def test_summary_and_cosines(image_run):
+    work = image_run[0]
+    summary = pd.read_csv(work / "results/tiny_images/figures/summary.csv")
+    assert set(summary.supervision) == {"binary", "multiclass"}
+    for col in ("test.binary_acc.mean", "robust_acc@1.worst.mean", "robust_acc@1.paper_resnet18"):
+        assert col in summary.columns, col
+    assert summary["test.fine_acc.mean"].notna().sum() == 1  # only the 10-class model
+    cos = pd.read_csv(work / "results/tiny_images/figures/cosine_heatmaps.csv")
+    # one row per (head, class): 2 heads x 10 classes and 10 heads x 10 classes
+    assert cos.groupby("supervision").size().to_dict() == {"binary": 20, "multiclass": 100}
+    assert cos.cosine.between(-1 - 1e-6, 1 + 1e-6).all()
+
+
+def test_missing_dataset_is_a_clear_error(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    args = ("--config", f"data_root={tmp_path / 'nowhere'}")
+    target = "results/datasets/tiny_img/seed0/data.npz"
+    run = snakemake(work, "--cores", "1", target, *args, configfiles=(CONFIG,), timeout=300)
+    assert run.returncode != 0
+    log = (work / "results/logs/dataset/tiny_img/seed0.log").read_text()
+    assert "nowhere" in log and "tiny_images.npz" in log, log
+    assert not (work / target).exists()
