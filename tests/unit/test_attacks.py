@@ -123,7 +123,7 @@ def test_attack_losses_hand_case():
 
 
 def test_pgd_config_validation():
-    for kw in (dict(norm="l1"), dict(steps=0), dict(restarts=0), dict(step_size=0.0)):
+    for kw in (dict(norm="l0"), dict(steps=0), dict(restarts=0), dict(step_size=0.0)):
         with pytest.raises(ValueError):
             PGDConfig(**kw)
 

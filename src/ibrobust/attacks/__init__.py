@@ -1,1 +1,3 @@
-"""Adversarial attacks: PGD (l2 / l_inf) with restarts, the universal cluster direction."""
+"""Adversarial attacks: tasks (what is correct), PGD (l2 / l_inf / l1) with restarts,
+AutoAttack (official implementation), the universal cluster direction, and the suite that
+runs named attacks over a radius grid."""
