@@ -16,7 +16,7 @@ rule attack:
         attacks=attack_params,
         radii=attack_radii,
         points=attack_points,
-        task=lambda w: STUDIES[w.study].get("task", "binary"),
+        task=attack_task,
         seed=lambda w: int(w.seed),
         code=attack_code,
     threads: config["threads"]

@@ -274,15 +274,22 @@ def optimizer_params(wildcards):
 
 
 def attack_params(wildcards):
-    """Attacks that apply to this model (fine-label CE needs a multi-class model)."""
+    """Attacks that apply to this model (fine-label losses need a multi-class model)."""
     st = STUDIES[wildcards.study]
     out = {}
     for name in st["attacks"]:
         a = config["attacks"][name]
-        if a["kind"] == "pgd" and a["loss"] == "ce" and wildcards.supervision != "multiclass":
+        fine_loss = a["kind"] == "pgd" and a["loss"] in ("ce", "fine_margin")
+        if fine_loss and wildcards.supervision != "multiclass":
             continue
         out[name] = a
     return out
+
+
+def attack_task(wildcards):
+    """What counts as correct: the binary task (FA studies; a k-class model is judged by its
+    binary readout)."""
+    return "binary"
 
 
 def study_radii(study, dataset):

@@ -1,10 +1,10 @@
 """Rule attack: robust accuracy of one model over a radius grid, every attack + worst case."""
 
-import torch
 from _job import Job
 
 from ibrobust.analysis.robustness import critical_radius
 from ibrobust.attacks.suite import AttackContext, evaluate_attacks
+from ibrobust.attacks.tasks import correct_in_batches
 from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.io import load_npz, load_torch, save_csv, save_json
 from ibrobust.models.registry import load_model
@@ -23,6 +23,7 @@ with Job(snakemake) as job:
     job.log.info(
         "attacking %d test points at %d radii with %s", len(test), len(p.radii), list(p.attacks)
     )
+    ctx = AttackContext(data.means, data.sign, task=p.task, box=data.box)
     table, correct = evaluate_attacks(
         net,
         test.x,
@@ -30,7 +31,7 @@ with Job(snakemake) as job:
         test.fine,
         list(p.radii),
         dict(p.attacks),
-        AttackContext(data.means, data.sign),
+        ctx,
         gen,
         on_attack=lambda a: job.log.info("attack %s done", a),
     )
@@ -49,8 +50,10 @@ with Job(snakemake) as job:
         for i, acc in enumerate(g.robust_acc):
             job.metrics({f"robust_acc.{name}": acc}, step=i)
         job.metrics({f"critical_radius.{name}": summary["critical_radius"][name]})
-    with torch.no_grad():
-        summary["clean_acc"] = float((net.binary_score(test.x) * test.y > 0).float().mean())
+    summary["task"] = p.task
+    summary["clean_acc"] = float(
+        correct_in_batches(ctx.task, net, test.x, test.y, test.fine, 1000).float().mean()
+    )
     if state.get("kind") == "robust_reference":
         r = analytic_radius(net, test.x, test.y)
         summary["analytic_radius_median"] = float(r.nanmedian())

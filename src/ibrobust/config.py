@@ -94,7 +94,7 @@ def validate_config(config: dict, schema: dict) -> dict:
 
 
 # Which keys of a registry entry belong to which kind (the schema lists their union).
-# Datasets, optimizers and studies instead have one schema definition per kind (selected
+# Datasets, optimizers, attacks and studies instead have one schema definition per kind (selected
 # by if/then on ``kind``), because their kinds need different defaults for the same key.
 KIND_FIELDS = {
     "models": {
@@ -104,7 +104,6 @@ KIND_FIELDS = {
         "cnn": {"channels", "kernel", "hidden", "normalize"},
         "resnet18": {"width", "normalize"},
     },
-    "attacks": {"pgd": {"norm", "loss", "steps", "restarts", "step_size"}, "universal": set()},
 }
 
 
@@ -187,17 +186,32 @@ def _check_trained_models(cfg: dict, st: dict, where: str, kinds: tuple[str, ...
             )
 
 
-def _check_attack_losses(cfg: dict, st: dict, where: str) -> None:
+# what AutoAttack can run on two logits (the binary task): no DLR loss (>= 3 classes), no
+# targeted attacks (>= 4); see ibrobust.attacks.autoattack.required_classes
+BINARY_AUTOATTACKS = {"apgd-ce", "fab", "square"}
+
+
+def _check_attack_losses(cfg: dict, st: dict, where: str, binary_task: bool = True) -> None:
     for i, a in enumerate(st["attacks"]):
+        spec = cfg["attacks"][a]
         if (
-            cfg["attacks"][a]["kind"] == "pgd"
-            and cfg["attacks"][a]["loss"] == "ce"
+            spec["kind"] == "pgd"
+            and spec["loss"] in ("ce", "fine_margin")
             and "multiclass" not in st["supervisions"]
         ):
             raise ConfigError(
-                f"config key {where}.attacks[{i}]: {a!r} attacks the fine-label "
-                "cross-entropy but the study trains no multiclass model"
+                f"config key {where}.attacks[{i}]: {a!r} attacks a fine-label loss "
+                f"({spec['loss']}) but the study trains no multiclass model"
             )
+        if spec["kind"] == "autoattack" and binary_task:
+            runs = spec["attacks"] or ["apgd-ce", "apgd-t", "fab-t", "square"]
+            bad = sorted(set(runs) - BINARY_AUTOATTACKS)
+            if bad:
+                raise ConfigError(
+                    f"config key {where}.attacks[{i}]: {a!r} runs {bad}, which need >= 3-4 "
+                    "classes; the binary task gives AutoAttack two logits - use version "
+                    "custom with attacks [apgd-ce, fab, square] (or standard [apgd-ce])"
+                )
 
 
 def _check_feature_averaging(cfg: dict, st: dict, where: str) -> None:
@@ -219,6 +233,7 @@ def _check_feature_averaging(cfg: dict, st: dict, where: str) -> None:
         if decomposed:
             _check_decomposable(cfg["datasets"][dn], f"datasets.{dn}")
     _check_kinds(cfg, st, where, "optimizers", NETWORK_OPTIMIZERS)
+    _check_kinds(cfg, st, where, "attacks", ("pgd", "universal"))  # no box: no AutoAttack
     _check_attack_losses(cfg, st, where)
     sc = st.get("scaling")
     if sc is not None:

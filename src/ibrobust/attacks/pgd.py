@@ -29,6 +29,7 @@ random draws come from ``gen`` only (on its device, then moved to the input's de
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ from torch import nn
 
 from ibrobust.attacks.losses import AttackLoss, get_attack_loss
 from ibrobust.attacks.mode import attack_mode
-from ibrobust.attacks.tasks import Task, get_task
+from ibrobust.attacks.tasks import Task, correct_in_batches, get_task, strict_keys
 
 NORMS = ("l2", "linf", "l1")
 
@@ -222,3 +223,27 @@ def _pgd_chunk(model, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k
             best_loss = torch.where(better, loss, best_loss)
             best_fooled |= fooled
     return best.detach()
+
+
+# ---- the ``pgd`` kind of the attack suite (ibrobust.attacks.suite, ibrobust.kinds) ----------
+@dataclass(frozen=True)
+class PGDSpec:
+    cfg: PGDConfig
+    loss: str = "margin"
+
+
+SPEC_KEYS = {f.name for f in dataclasses.fields(PGDConfig)} | {"loss"}
+
+
+def parse_spec(spec: dict) -> PGDSpec:
+    """A config entry (without ``kind``) -> validated settings (ValueError naming the key)."""
+    strict_keys("pgd", spec, SPEC_KEYS)
+    loss = spec.get("loss", "margin")
+    get_attack_loss(loss)  # ValueError on an unknown loss
+    return PGDSpec(PGDConfig(**{k: v for k, v in spec.items() if k != "loss"}), loss)
+
+
+def run_spec(model, x, y, fine, eps: float, spec: PGDSpec, ctx, gen) -> torch.Tensor:
+    """(n,) bool: still correct (under ``ctx.task``) after PGD at radius ``eps``."""
+    x_adv = pgd(model, x, y, fine, [eps], spec.loss, spec.cfg, gen, box=ctx.box, task=ctx.task)[0]
+    return correct_in_batches(ctx.task, model, x_adv, y, fine, ctx.eval_batch_size)

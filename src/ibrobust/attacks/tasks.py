@@ -109,3 +109,24 @@ def get_task(task: str | Task) -> Task:
         return TASKS[task]
     except (KeyError, TypeError):
         raise ValueError(f"unknown task {task!r}; known: {sorted(TASKS)}") from None
+
+
+@torch.no_grad()
+def correct_in_batches(
+    task: Task, model: nn.Module, x: torch.Tensor, y: torch.Tensor, fine: torch.Tensor, batch: int
+) -> torch.Tensor:
+    """(n,) bool under ``task``, ``batch`` points per forward pass."""
+    parts = [
+        task.correct(model, x[lo : lo + batch], y[lo : lo + batch], fine[lo : lo + batch])
+        for lo in range(0, x.shape[0], batch)
+    ]
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool, device=x.device)
+
+
+def strict_keys(kind: str, spec: dict, known: set[str]) -> None:
+    """ValueError naming the keys of an attack spec that its kind does not know."""
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise ValueError(
+            f"unknown key(s) {unknown} for attack kind {kind!r}; known: {sorted(known)}"
+        )
