@@ -227,3 +227,15 @@ def test_divergence_raises_and_bad_inputs():
         train_prelu_sweep(
             [net, other], torch.stack([x, x]), torch.stack([y, y]), PreluTrainConfig(), [0, 1]
         )
+
+
+def test_sweep_on_shared_expanded_data_equals_sequential_runs():
+    probs = [_problem(s, p=3) for s in range(3)]
+    x, y = probs[0][1], probs[0][2]  # one dataset, three inits and shuffling seeds
+    cfg = PreluTrainConfig(batch_size=6, epochs=2)
+    swp = train_prelu_sweep(
+        [pr[0] for pr in probs], x.expand(3, *x.shape), y.expand(3, *y.shape), cfg, [0, 1, 2]
+    )
+    for s, (net, _, _) in enumerate(probs):
+        seq = train_prelu(net, x, y, cfg, seed=s)
+        torch.testing.assert_close(swp[s].model.weight, seq.model.weight, rtol=1e-10, atol=1e-13)

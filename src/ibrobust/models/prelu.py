@@ -36,7 +36,9 @@ D = 1000) the ratio's numerator and denominator are ~1e-24 and ~1e-11 for p = 4,
 <x, w_j>/||w_j|| is O(||x||). A neuron with w_j = 0 outputs 0 and gets zero gradient
 (the limit of phi_j is 0; phi_j is positively 1-homogeneous in w_j and not differentiable
 at 0, so zero is the ReLU'(0) = 0 convention), likewise a centred input x_c = 0 under
-``normalize_input``.
+``normalize_input``. In float32 the row norms stay accurate for weight entries down to
+~1e-19 (their squares must stay above the smallest normal float, 1.2e-38); a smaller init
+scale needs float64.
 """
 
 from __future__ import annotations

@@ -12,17 +12,20 @@ optimizer step per minibatch on the minibatch mean loss:
 * ``optimizer="sgd"`` (plain SGD, synthetic: lr 0.2, batch 100) or ``"adam"`` (the formula
   of ``torch.optim.Adam`` with its defaults; MNIST: lr 1e-3, batch 1000).
 
-How. No autograd: the backward pass is written out (shapes below), so one step costs the
-two big products x W^T and g^T x plus O(B h) elementwise work. With s_j = ||w_j||,
-z = x W^T / s, a = ReLU(z)^p, logits = a (V diag(s))^T and g = dL/dlogits (B, H):
+How. No autograd: the backward pass is written out, so one step costs the two big
+products x W^T and g^T x (4 B D h flops) plus a few O(B h) elementwise passes and, for
+p > 1, two O(h D) passes (the row norms and a row rescaling of W). With s_j = ||w_j||,
+z = x W^T diag(1/s), a = ReLU(z)^p, logits = a (V diag(s))^T, g = dL/dlogits (B, H):
 
-    dL/dV = (g^T a) diag(s),   dL/da = g V diag(s),   q_j = sum_i (dL/da * a)_ij,
-    dL/dW = diag(1/s) (dL/da * p ReLU(z)^(p-1))^T x  -  diag((p-1) q / s^2) W,
+    G_V = g^T a (H, h),   dL/dV = G_V diag(s),   q_j = sum_H (V diag s)_Hj (G_V)_Hj,
+    dL/dW = (p g V * ReLU(z)^(p-1))^T x  -  diag((p-1) q / s^2) W
 
-(the second term is the gradient through ||w_j||; with ``normalize_input`` x is the
-centred, normalised input and g is scaled by ||x_c||). The SGD step on W is fused into
-the product: W <- diag(1 + lr (p-1) q / s^2) W, then ``W.baddbmm_(-lr ...)`` in place, so
-no (h, D) gradient is ever materialised. p = 1 is the plain ReLU net (no norms).
+(q_j = sum_i (dL/da * a)_ij, formed from the (H, h) product instead of an (B, h) one; the
+second term is the gradient through ||w_j||; with ``normalize_input`` x is the centred,
+normalised input and g is scaled by ||x_c||). The SGD step on W is fused into the
+product: W <- diag(1 + lr (p-1) q / s^2) W, then ``W.baddbmm_(..., alpha=-lr)`` in place,
+so no (h, D) gradient is ever allocated. p = 1 is the plain ReLU net (no norms). A
+neuron with w_j = 0 has z_j = 0, so it gets exactly zero gradient and stays at 0.
 
 Sweeps. ``train_prelu_sweep`` trains S runs (e.g. alphas x seeds at one p) as one tensor
 program: weights (S, h, D), data (S, n, D), batched products. Run s uses its own seed's
@@ -125,7 +128,7 @@ def _forward(xt, t, w, v, b, p):
         s = torch.linalg.vector_norm(w, dim=-1)  # (S, h)
         inv_s = safe_inverse(s)
         r = torch.relu_(u.mul_(inv_s.unsqueeze(1)))  # (S, B, h) ReLU(<x, w_j/||w_j||>), in place
-        rp1 = r if p == 2 else r.pow(p - 1)  # ReLU(z)^(p-1)
+        rp1 = r if p == 2 else (r * r if p == 3 else r.pow(p - 1))  # ReLU(z)^(p-1)
         a = rp1 * r  # ReLU(z)^p
         ve = v * s.unsqueeze(1)  # (S, H, h)
     logits = torch.bmm(a, ve.transpose(1, 2))  # (S, B, H)
@@ -133,7 +136,7 @@ def _forward(xt, t, w, v, b, p):
         logits = logits * t
     if b is not None:
         logits = logits + b.unsqueeze(1)
-    return logits, (a, s, inv_s, rp1, ve)
+    return logits, (a, s, inv_s, rp1, v, ve)
 
 
 def _loss_grad(logits, target, readout, loss):
@@ -153,16 +156,16 @@ def _loss_grad(logits, target, readout, loss):
 
 def _grads(g, t, cache, p):
     """Backward pass: (dL/dV (S,H,h), gz (S,B,h) with dL/dW = gz^T x - c W, c (S,h) | None)."""
-    a, s, inv_s, rp1, ve = cache
+    a, s, inv_s, rp1, v, ve = cache
     gt = g if t is None else g * t  # (S, B, H)
     gv = torch.bmm(gt.transpose(1, 2), a)  # (S, H, h) dL/d(V diag s)
-    da = torch.bmm(gt, ve)  # (S, B, h) dL/da
     if p == 1:
-        return gv, da.mul_(a > 0), None  # ReLU'(0) = 0, as autograd
-    gv = gv * s.unsqueeze(1)
-    q = (da * a).sum(1)  # (S, h)
-    gz = da.mul_(rp1).mul_((p * inv_s).unsqueeze(1))  # (S, B, h), already divided by s
-    return gv, gz, (p - 1) * q * inv_s.square()
+        return gv, torch.bmm(gt, ve).mul_(a > 0), None  # ReLU'(0) = 0, as autograd
+    # q_j = sum_i (dL/da * a)_ij = sum_H (V diag s)_Hj gv_Hj: an (S, H, h) product, not (S, B, h)
+    q = (gv * ve).sum(1)  # (S, h)
+    # dL/da diag(p / s) = g (V diag(s) diag(p / s)) = p g V: the column scaling is free
+    gz = torch.bmm(gt, v * p).mul_(rp1)  # (S, B, h) = dL/da * p ReLU(z)^(p-1) / s
+    return gv * s.unsqueeze(1), gz, (p - 1) * q * inv_s.square()
 
 
 class _Adam:
@@ -263,7 +266,13 @@ def _train_stacked(
     b = torch.stack([net.out_bias.detach().to(dt) for net in nets]) if has_b else None  # (S, H)
     gens = [torch_generator(int(sd), "prelu", "shuffle") for sd in seeds]
     n, bs, p, lr = x.shape[1], cfg.batch_size, spec.p, cfg.lr
-    runs = torch.arange(n_runs).unsqueeze(1)  # (S, 1)
+    # rows are gathered with one index_select on a flat (S n, D) view (advanced indexing
+    # x[runs, idx] was ~20% of a step at D = 200); expanded (shared) data is not copied
+    run_offsets = (torch.arange(n_runs) * n).unsqueeze(1)  # (S, 1)
+    x_shared, y_shared = x.stride(0) == 0, labels.stride(0) == 0
+    x_rows = x[0] if x_shared else x.reshape(n_runs * n, x.shape[2])  # (n | S n, D)
+    y_rows = labels[0] if y_shared else labels.reshape(-1)  # (n | S n,)
+    x_off, y_off = (0 if x_shared else run_offsets), (0 if y_shared else run_offsets)
     tensors = [w, v] + ([b] if has_b else [])
     adam = _Adam(tensors, lr, cfg.betas, cfg.adam_eps) if cfg.optimizer == "adam" else None
     histories: list[list[dict]] = [[] for _ in range(n_runs)]
@@ -289,12 +298,13 @@ def _train_stacked(
         correct = torch.zeros(n_runs, dtype=torch.float64)
         for lo in range(0, n, bs):
             idx = perm[:, lo : lo + bs]  # (S, B)
-            xb, yb = x[runs, idx], labels[runs, idx]  # (S, B, D), (S, B)
+            xb = x_rows.index_select(0, (idx + x_off).reshape(-1)).view(n_runs, -1, x.shape[2])
+            yb = y_rows.index_select(0, (idx + y_off).reshape(-1)).view(n_runs, -1)  # (S, B)
             xt, t = _prepare(xb, spec)
             logits, cache = _forward(xt, t, w, v, b, p)
             val, cor, g = _loss_grad(logits, yb, readout, cfg.loss)
-            loss_sum += val.double() * idx.shape[1]
-            correct += cor.double()
+            loss_sum.add_(val, alpha=idx.shape[1])  # float64 accumulators
+            correct.add_(cor)
             gv, gz, c = _grads(g, t, cache, p)
             gb = g.sum(1) if has_b else None  # (S, H)
             if adam is None:
