@@ -14,14 +14,15 @@ rescaling, on a set of probe points x_1..x_N,
 
     dist(f, G) = min_{c >= 0} ||c f - G|| / ||G||,   f = (f(x_i))_i, G = (G(x_i))_i,
 
-= sqrt(1 - cos^2(f, G)) when cos(f, G) >= 0 and 1 otherwise. Why this one: invariant to
-the (unknown, growing) scale of f; in [0, 1] and normalised by the fixed reference G, so
-comparable across runs, p and alpha; c is fitted exactly as the official code fits it
-(c = E[f G] / E[f^2], least squares); and it is the l2 counterpart of the official
-statistic, which replaces the norm by a sup over the unit sphere found by projected
-gradient ascent (``prelu_f_dist.py``, ``estimate_l_inf_dist``) -- an attack-style
-estimate, noisier and 2000 steps per probe batch. c is constrained to c >= 0 because
-a flipped classifier is not "F up to scale".
+= sqrt(1 - cos^2(f, G)) (the sine of the angle between the two value vectors, hence
+symmetric in f and G) when cos(f, G) >= 0, and 1 otherwise. Why this one: invariant to the
+(unknown, growing) scale of f; in [0, 1] and normalised by the fixed reference G, so
+comparable across runs, p and alpha; c is the same least-squares fit the official code
+uses (c = E[f G] / E[f^2], there on data samples, here on the probes); and it is the l2
+counterpart of the official statistic, which replaces the norm by a sup over the unit
+sphere found by normalised gradient ascent (``prelu_f_dist.py``, ``estimate_l_inf_dist``,
+2000 steps per probe batch) -- an attack-style estimate, noisier and far costlier. c is
+constrained to c >= 0 because a flipped classifier is not "F up to scale".
 
 Probe points matter: F and F^(p) agree at every centre (both are +-1 at mu_k), so on test
 points, which sit within alpha of a centre, the two are nearly indistinguishable. The
