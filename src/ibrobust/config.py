@@ -361,9 +361,10 @@ def _check_clusters(ds: dict, where: str) -> None:
             raise ConfigError(
                 f"config key {where}.k: k={k} must be even for the default balanced split"
             )
-    elif len(pos) * 2 != k or max(pos) >= k:
+    elif not 1 <= len(pos) < k or max(pos) >= k:
         raise ConfigError(
-            f"config key {where}.positive: needs k/2={k / 2:g} distinct cluster indices in [0, {k}), got {pos}"
+            f"config key {where}.positive: needs 1 to k-1={k - 1} distinct cluster indices in "
+            f"[0, {k}) (Min & Vidal use 6 of 10), got {pos}"
         )
     if ds.get("mean_norm") is not None and not math.isfinite(ds["mean_norm"]):
         raise ConfigError(f"config key {where}.mean_norm: must be finite")

@@ -107,9 +107,13 @@ def test_positive_override():
     data = make_cluster_data(cfg, seed=0)
     assert data.sign.tolist() == [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0]
     assert torch.equal(data.train.y, data.sign[data.train.fine])
-    # positive must list exactly k/2 clusters
-    with pytest.raises(ValueError, match="positive"):
-        small_cfg(k=6, positive=(0, 1))
+    # an unbalanced split (Min & Vidal label 6 of 10 clusters +1)
+    six = make_cluster_data(small_cfg(k=10, d=20, positive=tuple(range(6))), seed=0)
+    assert six.sign.tolist() == [1.0] * 6 + [-1.0] * 4
+    # ... but at least one cluster on each side
+    for bad in ((), tuple(range(6))):
+        with pytest.raises(ValueError, match="positive"):
+            small_cfg(k=6, positive=bad)
 
 
 def test_cluster_counts_roughly_balanced():

@@ -116,10 +116,10 @@ MALFORMED = [
         "robust_reference",
     ),
     (
-        "positive-wrong-size",
-        {"datasets": {"tiny_clusters": {"positive": [0]}}},
+        "positive-all-clusters",
+        {"datasets": {"tiny_clusters": {"positive": [0, 1, 2, 3]}}},
         "datasets.tiny_clusters.positive",
-        "k/2",
+        "1 to k-1",
     ),
     (
         "scaling-k-not-integer",

@@ -27,7 +27,7 @@ class ClusterDataConfig:
     sigma: float = 1.0
     basis: str = "random"  # "random" orthonormal basis or "standard" basis vectors
     mean_norm: float | None = None  # None -> sqrt(d), the paper's choice
-    positive: tuple[int, ...] | None = None  # J+; None -> first k/2 clusters
+    positive: tuple[int, ...] | None = None  # J+ (any 1..k-1 clusters); None -> first k/2
 
     def __post_init__(self) -> None:
         if self.d < 1:
@@ -42,12 +42,13 @@ class ClusterDataConfig:
             raise ValueError(f"n_train and n_test must be >= 1, got {self.n_train}, {self.n_test}")
         pos = self.positive_clusters
         if (
-            len(pos) * 2 != self.k
+            not 1 <= len(pos) < self.k
             or len(set(pos)) != len(pos)
             or not all(0 <= j < self.k for j in pos)
         ):
             raise ValueError(
-                f"positive must list k/2={self.k // 2} distinct clusters in [0, {self.k}), got {pos}"
+                f"positive must list 1 to k-1={self.k - 1} distinct clusters in [0, {self.k}), "
+                f"got {pos}"
             )
 
     @property
