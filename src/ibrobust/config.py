@@ -87,6 +87,7 @@ def validate_config(config: dict, schema: dict) -> dict:
             raise ConfigError(f"config key {where}: {e.message}")
         raise ConfigError(f"config key {where}: {e.message}")
     _check_kind_fields(cfg)
+    _check_explicit_fields(cfg)  # before defaults hide what the user wrote
     _fill_registry_defaults(cfg, schema)
     _prune_kind_fields(cfg)
     _check_references(cfg)
@@ -103,8 +104,21 @@ KIND_FIELDS = {
         "mlp": {"hidden", "normalize"},
         "cnn": {"channels", "kernel", "hidden", "normalize"},
         "resnet18": {"width", "normalize"},
+        "prelu": {
+            "width",
+            "p",
+            "init",
+            "init_std",
+            "normalize_input",
+            "out_bias",
+            "normalize",
+            "binary_heads",
+        },
     },
 }
+# Keys a kind must set itself: the flat model schema's default belongs to another kind
+# (width: resnet18's 64 channels).
+REQUIRED_KIND_FIELDS = {"models": {"prelu": {"width"}}}
 
 
 def _check_kind_fields(cfg: dict) -> None:
@@ -119,6 +133,25 @@ def _check_kind_fields(cfg: dict) -> None:
                 )
 
 
+def _check_explicit_fields(cfg: dict) -> None:
+    """Checks on what the user wrote (run before the schema defaults are filled in)."""
+    for registry, kinds in REQUIRED_KIND_FIELDS.items():
+        for name, entry in cfg.get(registry, {}).items():
+            missing = sorted(kinds.get(entry["kind"], set()) - set(entry))
+            if missing:
+                raise ConfigError(
+                    f"config key {registry}.{name}.{missing[0]}: kind {entry['kind']!r} needs "
+                    f"an explicit {missing[0]} (e.g. the paper's 2000 synthetic / 500 MNIST "
+                    "hidden units)"
+                )
+    for name, ds in cfg["datasets"].items():
+        if ds["kind"] == "clusters" and ds.get("alpha") is not None and "sigma" in ds:
+            raise ConfigError(
+                f"config key datasets.{name}.sigma: set either sigma or alpha (alpha gives "
+                "the noise std alpha / sqrt(d)), not both"
+            )
+
+
 def _prune_kind_fields(cfg: dict) -> None:
     for registry, kinds in KIND_FIELDS.items():
         for entry in cfg.get(registry, {}).values():
@@ -127,6 +160,12 @@ def _prune_kind_fields(cfg: dict) -> None:
 
 
 def _check_references(cfg: dict) -> None:
+    for name, m in cfg["models"].items():
+        if m["kind"] == "prelu" and m["normalize"] not in ("none", "center"):
+            raise ConfigError(
+                f"config key models.{name}.normalize: a prelu net centres its input or not "
+                f"(none or center), got {m['normalize']!r}"
+            )
     for name, ds in cfg["datasets"].items():
         where = f"datasets.{name}"
         if ds["kind"] == "clusters":
@@ -143,6 +182,8 @@ def _check_references(cfg: dict) -> None:
             _check_feature_averaging_images(cfg, st, where)
         elif st["kind"] == "price_linear":
             _check_price_linear(cfg, st, where)
+        elif st["kind"] == "prelu":
+            _check_prelu(cfg, st, where)
 
 
 def _check_registry_names(cfg: dict, st: dict, where: str, fields: tuple[str, ...]) -> None:
@@ -166,8 +207,8 @@ def _check_kinds(cfg: dict, st: dict, where: str, field: str, kinds: tuple[str, 
 
 
 # what the network studies can train: model kinds by input type, optimizer kinds
-FLAT_MODELS = ("two_layer", "mlp")
-IMAGE_MODELS = ("mlp", "cnn", "resnet18")
+FLAT_MODELS = ("two_layer", "mlp", "prelu")
+IMAGE_MODELS = ("mlp", "cnn", "resnet18", "prelu")
 NETWORK_OPTIMIZERS = ("gd", "sgd", "adam")
 
 
@@ -334,6 +375,181 @@ def _check_price_linear(cfg: dict, st: dict, where: str) -> None:
 
 def _typed(key: str, v: Any) -> Any:
     return int(v) if key in ("k", "d", "n_train") else float(v)
+
+
+# ---- dataset sweeps: variants <base>@<key>=<value> of a registry entry ----------------------
+def variant_name(base: str, key: str, value: Any) -> str:
+    return f"{base}@{key}={float(value):g}"
+
+
+def sweep_dataset(cfg: dict, base: str, key: str, value: Any) -> str:
+    """The dataset a sweep uses at ``key = value``: the base entry itself where it already
+    has that value (its jobs are reused), else the variant ``<base>@<key>=<value>``."""
+    return (
+        base
+        if cfg["datasets"][base].get(key) == _typed(key, value)
+        else variant_name(base, key, value)
+    )
+
+
+def dataset_sweeps(cfg: dict) -> list[tuple[str, str, list]]:
+    """(base dataset, key, values) of every sweep: Study FA's ``scaling`` (k, d, n_train or
+    sigma) and Study PRELU's synthetic ``alphas``."""
+    out = []
+    for st in cfg["studies"].values():
+        if st["kind"] == "feature_averaging" and st.get("scaling") is not None:
+            sc = st["scaling"]
+            out.append((sc["dataset"], sc["key"], list(sc["values"])))
+        elif st["kind"] == "prelu" and st.get("synthetic") is not None:
+            syn = st["synthetic"]
+            out.append((syn["dataset"], "alpha", list(syn["alphas"])))
+    return out
+
+
+def derived_datasets(cfg: dict) -> dict[str, dict]:
+    """Every sweep variant's name -> its dataset entry (the base entry with key = value)."""
+    out = {}
+    for base, key, values in dataset_sweeps(cfg):
+        for v in values:
+            name = sweep_dataset(cfg, base, key, v)
+            if name != base:
+                out[name] = dict(cfg["datasets"][base], **{key: _typed(key, v)})
+    return out
+
+
+# ---- attacks: norm, task, which attacks apply to which model --------------------------------
+NORMS = ("l2", "linf", "l1")
+
+
+def attack_norm(spec: dict) -> str:
+    """The threat model of an attack entry (the universal direction is an l2 perturbation)."""
+    return "l2" if spec["kind"] == "universal" else spec.get("norm", "l2")
+
+
+def study_task(kind: str, supervision: str) -> str:
+    """What counts as correct: the binary task for the feature-averaging studies (a k-class
+    model is judged by its binary readout); Study PRELU judges each model on the labels it
+    was trained on (2-class: binary; k-class: the fine classes, as the paper's Table 1)."""
+    if kind == "prelu" and supervision == "multiclass":
+        return "fine"
+    return "binary"
+
+
+def attack_applies(spec: dict, supervision: str, task: str) -> bool:
+    """Fine-label losses need a k-class model; on the fine task an attack must aim at the
+    fine labels (the binary margin and the universal direction aim at the binary readout)."""
+    fine_loss = spec["kind"] == "pgd" and spec.get("loss", "margin") in ("ce", "fine_margin")
+    if fine_loss and supervision != "multiclass":
+        return False
+    if task == "fine" and (
+        spec["kind"] == "universal" or (spec["kind"] == "pgd" and not fine_loss)
+    ):
+        return False
+    return True
+
+
+def radius_grids(radii: Any) -> dict[str, list[float]]:
+    """grid name -> radii: {"main": radii} for a list, the mapping itself for radii by norm."""
+    if isinstance(radii, dict):
+        return {norm: [float(r) for r in radii[norm]] for norm in NORMS if norm in radii}
+    return {"main": [float(r) for r in radii]}
+
+
+def grid_attacks(cfg: dict, attacks: list[str], grid: str) -> list[str]:
+    """The attacks a grid runs: all of them on "main", those of its norm on a norm grid."""
+    if grid not in NORMS:
+        return list(attacks)
+    return [a for a in attacks if attack_norm(cfg["attacks"][a]) == grid]
+
+
+# ---- Study PRELU ------------------------------------------------------------------------------
+PRELU_HALVES = ("synthetic", "mnist")
+
+
+def _check_part_attacks(cfg: dict, part: dict, where: str, kind: str) -> None:
+    """Every attack has a grid of its norm, and every (supervision, grid) has an attack."""
+    grids = radius_grids(part["radii"])
+    if "main" not in grids:
+        for i, a in enumerate(part["attacks"]):
+            norm = attack_norm(cfg["attacks"][a])
+            if norm not in grids:
+                raise ConfigError(
+                    f"config key {where}.attacks[{i}]: {a!r} is an {norm} attack but radii has "
+                    f"no {norm} grid (grids: {sorted(grids)})"
+                )
+    for grid in grids:
+        names = grid_attacks(cfg, part["attacks"], grid)
+        for sup in part["supervisions"]:
+            task = study_task(kind, sup)
+            if not any(attack_applies(cfg["attacks"][a], sup, task) for a in names):
+                at = "" if grid == "main" else f".{grid}"
+                raise ConfigError(
+                    f"config key {where}.radii{at}: no attack of {names or part['attacks']} "
+                    f"applies to {sup} models (task {task!r}: the binary task takes "
+                    "margin/universal/autoattack, the fine task ce/fine_margin/autoattack)"
+                )
+
+
+def _check_prelu(cfg: dict, st: dict, where: str) -> None:
+    if all(st.get(h) is None for h in PRELU_HALVES):
+        raise ConfigError(
+            f"config key {where}: a prelu study needs a synthetic or an mnist half (both are null)"
+        )
+    # each half as a study of its own for the shared checks (their messages name the kind)
+    syn = None if st.get("synthetic") is None else {**st["synthetic"], "kind": st["kind"]}
+    mn = None if st.get("mnist") is None else {**st["mnist"], "kind": st["kind"]}
+    if syn is not None:
+        w = f"{where}.synthetic"
+        base = syn["dataset"]
+        if base not in cfg["datasets"] or cfg["datasets"][base]["kind"] != "clusters":
+            raise ConfigError(f"config key {w}.dataset: {base!r} must name a clusters dataset")
+        _check_registry_names(cfg, syn, w, ("models", "optimizers", "attacks"))
+        for i, m in enumerate(syn["models"]):
+            if cfg["models"][m]["kind"] != "prelu":
+                raise ConfigError(
+                    f"config key {w}.models[{i}]: {m!r} is of kind {cfg['models'][m]['kind']!r}; "
+                    "the synthetic half trains prelu models (its analysis reads p and the "
+                    "pReLU weights); train other models on clusters in a feature_averaging study"
+                )
+        _check_kinds(cfg, syn, w, "optimizers", NETWORK_OPTIMIZERS)
+        _check_kinds(cfg, syn, w, "attacks", ("pgd", "universal"))  # no box: no AutoAttack
+        _check_attack_losses(cfg, syn, w)
+        for i, a in enumerate(syn["alphas"]):
+            variant = dict(cfg["datasets"][base], alpha=float(a))
+            _check_clusters(variant, f"{w}.alphas[{i}]")
+        fa = syn.get("figure_alpha")
+        if fa is not None and all(float(fa) != float(a) for a in syn["alphas"]):
+            raise ConfigError(
+                f"config key {w}.figure_alpha: {fa} is not one of alphas {syn['alphas']}"
+            )
+        _check_prelu_losses(cfg, syn, w)
+        _check_part_attacks(cfg, syn, w, "prelu")
+    if mn is not None:
+        w = f"{where}.mnist"
+        _check_registry_names(cfg, mn, w, ("datasets", "models", "optimizers", "attacks"))
+        _check_kinds(cfg, mn, w, "datasets", ("image",))
+        _check_trained_models(cfg, mn, w, IMAGE_MODELS)
+        _check_kinds(cfg, mn, w, "optimizers", NETWORK_OPTIMIZERS)
+        _check_kinds(cfg, mn, w, "attacks", ("pgd", "autoattack"))  # universal needs clusters
+        _check_attack_losses(cfg, mn, w, binary_task="binary" in mn["supervisions"])
+        _check_prelu_losses(cfg, mn, w)
+        _check_part_attacks(cfg, mn, w, "prelu")
+        if syn is not None and syn["dataset"] in mn["datasets"]:  # kinds differ; say it plainly
+            raise ConfigError(
+                f"config key {w}.datasets: the two halves' datasets must be disjoint "
+                f"({syn['dataset']!r} is in both)"
+            )
+
+
+def _check_prelu_losses(cfg: dict, part: dict, where: str) -> None:
+    if "multiclass" not in part["supervisions"]:
+        return
+    for i, o in enumerate(part["optimizers"]):
+        if cfg["optimizers"][o].get("loss") == "exponential":
+            raise ConfigError(
+                f"config key {where}.optimizers[{i}]: {o!r} trains with the exponential loss "
+                "(binary only) but the half has multiclass supervision"
+            )
 
 
 def _check_teacher(ds: dict, where: str) -> None:

@@ -27,12 +27,14 @@ MODELS = {
     "mlp": "ibrobust.models.image",
     "cnn": "ibrobust.models.image",
     "resnet18": "ibrobust.models.image",
+    "prelu": "ibrobust.models.prelu",
 }
 # training path -> module exposing fit_path(...) (see experiments.networks)
 TRAINERS = {
     "construct": "ibrobust.models.robust_reference",  # the hand-built net is not trained
     "gram_gd": "ibrobust.training.full_batch",  # exact fast GD of two-layer nets
     "network": "ibrobust.training.network",  # any net: steepest descent, SGD, Adam
+    "prelu": "ibrobust.training.prelu",  # pReLU nets under plain SGD / Adam: manual backward
 }
 # attacks kind -> module exposing parse_spec(spec) and run_spec(model, x, y, fine, eps, ...)
 ATTACKS = {
@@ -43,9 +45,24 @@ ATTACKS = {
 
 
 def trainer(model: dict, optimizer: dict) -> str:
-    """The training path of a (models entry, optimizers entry) pair."""
+    """The training path of a (models entry, optimizers entry) pair.
+
+    ``prelu``: a pReLU net under plain minibatch SGD or Adam (no momentum, weight decay,
+    early stop or checkpoints - what the official loop computes), by the fast loop of
+    :mod:`ibrobust.training.prelu`; any other optimizer setting (e.g. sign descent, ``gd``
+    with norm linf) trains a pReLU net through the generic ``network`` path.
+    """
     if model.get("kind") == "robust_reference":
         return "construct"
+    if (
+        model.get("kind") == "prelu"
+        and optimizer.get("kind") in ("sgd", "adam")
+        and not optimizer.get("momentum", 0.0)
+        and not optimizer.get("weight_decay", 0.0)
+        and optimizer.get("stop_loss") is None
+        and not optimizer.get("n_checkpoints", 0)
+    ):
+        return "prelu"
     gram = (
         model.get("kind") == "two_layer"
         and optimizer.get("kind") == "gd"

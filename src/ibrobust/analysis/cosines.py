@@ -66,7 +66,10 @@ def neuron_cosines(model: nn.Module, data: Dataset) -> tuple[pd.DataFrame, dict]
         feats, source = class_features(model, data)
         neurons = model.neurons().detach().float()  # (N, F)
         heads = model.neuron_heads()  # (N,)
-        head_sign = model.readout[heads]  # (N,)
+        # a neuron's class sign: its head's readout sign, or the model's own answer when
+        # every neuron feeds every head (pReLU nets: the sign of its binary-score vote)
+        signs = getattr(model, "neuron_signs", None)
+        head_sign = signs() if signs is not None else model.readout[heads]  # (N,)
         cos = cosine_matrix(neurons, feats)  # (N, k)
         same = head_sign[:, None] == data.sign[None, :]  # (N, k)
         # class-average directions: sum of the features of each sign

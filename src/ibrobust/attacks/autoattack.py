@@ -306,6 +306,16 @@ def autoattack(
     return AutoAttackResult(correct, x_adv, settings)
 
 
+def describe(cfg: AutoAttackConfig) -> dict[str, Any]:
+    """What AutoAttack runs for ``cfg`` (flat: version, norm, attacks, per-attack iterations,
+    restarts, ``use_largereps``...), without a model or data: the record that says which
+    version a robust accuracy comes from (e.g. standard apgd-ce under L1: 5 restarts with
+    ``use_largereps``)."""
+    aa = _build(nn.Identity(), cfg, 1.0, 0, "cpu")
+    s = _settings(aa, cfg, 1.0, 0, 0)
+    return {k: v for k, v in s.items() if k not in ("eps", "seed", "n_classes")}
+
+
 # ---- the ``autoattack`` kind of the attack suite (ibrobust.attacks.suite, ibrobust.kinds) --
 def parse_spec(spec: dict) -> AutoAttackConfig:
     """A config entry (without ``kind``) -> validated settings (ValueError naming the key)."""

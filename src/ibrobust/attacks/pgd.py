@@ -243,6 +243,11 @@ def parse_spec(spec: dict) -> PGDSpec:
     return PGDSpec(PGDConfig(**{k: v for k, v in spec.items() if k != "loss"}), loss)
 
 
+def describe(spec: PGDSpec) -> dict:
+    """What runs (flat): the PGDConfig fields and the loss."""
+    return {**dataclasses.asdict(spec.cfg), "loss": spec.loss}
+
+
 def run_spec(model, x, y, fine, eps: float, spec: PGDSpec, ctx, gen) -> torch.Tensor:
     """(n,) bool: still correct (under ``ctx.task``) after PGD at radius ``eps``."""
     x_adv = pgd(model, x, y, fine, [eps], spec.loss, spec.cfg, gen, box=ctx.box, task=ctx.task)[0]

@@ -76,6 +76,15 @@ def parse_attack(spec: dict) -> tuple[ModuleType, Any]:
     return module, module.parse_spec({key: v for key, v in spec.items() if key != "kind"})
 
 
+def describe_attack(spec: dict) -> dict:
+    """What an attack spec runs, flat (its kind's ``describe``; {} for kinds without one):
+    e.g. which AutoAttack version, iterations and restarts a robust accuracy comes from."""
+    module, settings = parse_attack(spec)
+    return (
+        {"kind": spec["kind"], **module.describe(settings)} if hasattr(module, "describe") else {}
+    )
+
+
 def correctness_over_radii(
     model: nn.Module,
     x: torch.Tensor,

@@ -3,6 +3,8 @@
 k mutually orthogonal cluster means mu_j with ||mu_j|| = mean_norm (default sqrt(d));
 x = mu_j + xi with xi ~ N(0, sigma^2 I_d), cluster j uniform; the binary label is +1
 for j in J+ (the first k/2 clusters unless ``positive`` says otherwise) and -1 else.
+Min & Vidal (ICML 2024) use unit-norm standard-basis means and give the noise as
+alpha / sqrt(d) per coordinate: set ``alpha`` and it replaces sigma.
 The fine label j, the binary label y and the noise xi are kept with every point: the
 lambda decomposition needs xi for the training points.
 """
@@ -28,6 +30,9 @@ class ClusterDataConfig:
     basis: str = "random"  # "random" orthonormal basis or "standard" basis vectors
     mean_norm: float | None = None  # None -> sqrt(d), the paper's choice
     positive: tuple[int, ...] | None = None  # J+ (any 1..k-1 clusters); None -> first k/2
+    # Min & Vidal's noise level: std alpha / sqrt(d) per coordinate (E||xi|| ~ alpha); when
+    # set it replaces sigma
+    alpha: float | None = None
 
     def __post_init__(self) -> None:
         if self.d < 1:
@@ -38,6 +43,8 @@ class ClusterDataConfig:
             raise ValueError(f"basis must be 'random' or 'standard', got {self.basis!r}")
         if self.sigma < 0:
             raise ValueError(f"sigma must be >= 0, got {self.sigma}")
+        if self.alpha is not None and not (math.isfinite(self.alpha) and self.alpha >= 0):
+            raise ValueError(f"alpha must be finite and >= 0, got {self.alpha}")
         if self.n_train < 1 or self.n_test < 1:
             raise ValueError(f"n_train and n_test must be >= 1, got {self.n_train}, {self.n_test}")
         pos = self.positive_clusters
@@ -58,6 +65,11 @@ class ClusterDataConfig:
                 raise ValueError(f"k must be even for a balanced split, got {self.k}")
             return tuple(range(self.k // 2))
         return tuple(int(j) for j in self.positive)
+
+    @property
+    def noise_std(self) -> float:
+        """Noise standard deviation per coordinate: alpha / sqrt(d) when alpha is set, else sigma."""
+        return self.sigma if self.alpha is None else float(self.alpha) / math.sqrt(self.d)
 
     @property
     def norm(self) -> float:
@@ -113,7 +125,7 @@ def _sample(
     cfg: ClusterDataConfig, means: torch.Tensor, sign: torch.Tensor, n: int, gen: torch.Generator
 ) -> ClusterSplit:
     fine = torch.randint(cfg.k, (n,), generator=gen)
-    noise = cfg.sigma * torch.randn(n, cfg.d, generator=gen)
+    noise = cfg.noise_std * torch.randn(n, cfg.d, generator=gen)
     x = means[fine] + noise
     return ClusterSplit(x=x, fine=fine, y=sign[fine].clone(), noise=noise)
 
@@ -153,5 +165,6 @@ def make_dataset(spec: dict, seed: int, data_root=None) -> tuple[dict[str, np.nd
         "train_positive_fraction": float((data.train.y > 0).float().mean()),
         # orthogonality check: max |<mu_i, mu_j> - norm^2 [i == j]|
         "max_abs_mean_inner": float((gram - cfg.norm**2 * torch.eye(cfg.k)).abs().max()),
+        "noise_std": cfg.noise_std,
     }
     return data.arrays(), meta

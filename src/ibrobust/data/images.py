@@ -21,6 +21,12 @@ Splits (``split``) of the source's classes into J+ (y = +1) and J- (y = -1):
   automobile, bird, cat, deer), like J+ = the first k/2 clusters of the synthetic data.
 * ``explicit``: only the classes in ``positive`` (+1) and ``negative`` (-1) are kept.
 
+Test images (``holdout``): null takes them from the source's test split; N > 0 holds out
+the *last* N images of the source's training split as the test set and draws the training
+subset from the images before them (Min & Vidal's MNIST protocol: train = MNIST training
+images 0..49999, test = 50000..59999; ``holdout: 10000``). Stored indices are always rows
+of the source's own split (for held-out test images, rows of its training split).
+
 The kept classes, sorted by id, are the fine classes: ``fine`` = position in that list,
 in [0, k), and ``y = sign[fine]``. Subsets are stratified: class c of a split gets its
 largest-remainder share of n (:func:`stratified_counts`) and those images are the first
@@ -38,6 +44,7 @@ attacks. No source ever falls back to random data: a missing file is a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import zipfile
@@ -81,6 +88,8 @@ class ImageDataConfig:
     # imagefolder: 1 -> decode as "L", 3 (or None) -> "RGB" like ImageFolder's default
     # loader; other sources keep their own channels and only check a value given here
     channels: int | None = None
+    # test images = the last ``holdout`` images of the source's training split (None: its test split)
+    holdout: int | None = None
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -132,6 +141,12 @@ class ImageDataConfig:
                 raise ValueError(f"{name} must be a positive integer or null, got {n!r}")
             if k is not None and n < k:
                 raise ValueError(f"{name}={n} is below the {k} kept classes; need one per class")
+        if self.holdout is not None and (
+            not isinstance(self.holdout, int | np.integer)
+            or isinstance(self.holdout, bool)
+            or self.holdout < 1
+        ):
+            raise ValueError(f"holdout must be a positive integer or null, got {self.holdout!r}")
         if self.channels not in (None, 1, 3):
             raise ValueError(f"channels must be 1, 3 or null, got {self.channels!r}")
         fixed = KNOWN_CHANNELS.get(self.source)
@@ -212,6 +227,17 @@ class RawSplit:
     x: np.ndarray | None = None  # (N, C, H, W) uint8, possibly a strided view; None for files
     files: tuple[str, ...] | None = field(default=None, repr=False)  # (N,) image paths
     channels: int = 3  # C of the decoded files
+    offset: int = 0  # row of this split's first image in the source split it was cut from
+
+    def rows(self, lo: int, hi: int) -> RawSplit:
+        """Images lo..hi-1 as a split of their own (``offset`` keeps the source rows)."""
+        return RawSplit(
+            labels=self.labels[lo:hi],
+            x=None if self.x is None else self.x[lo:hi],
+            files=None if self.files is None else self.files[lo:hi],
+            channels=self.channels,
+            offset=self.offset + lo,
+        )
 
     def __post_init__(self) -> None:
         assert (self.x is None) != (self.files is None), "exactly one of x and files"
@@ -586,10 +612,27 @@ def arrays_checksum(arrays: Mapping[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
+def with_holdout(raw: RawImages, holdout: int | None) -> RawImages:
+    """``raw`` whose test split is the last ``holdout`` training images and whose training
+    split is the images before them (``raw`` itself for None)."""
+    if holdout is None:
+        return raw
+    n = len(raw.train)
+    if not 0 < holdout < n:
+        raise ValueError(
+            f"{raw.location}: holdout={holdout} must leave training images; the training "
+            f"split has {n}"
+        )
+    return dataclasses.replace(
+        raw, train=raw.train.rows(0, n - holdout), test=raw.train.rows(n - holdout, n)
+    )
+
+
 def subset_images(cfg: ImageDataConfig, raw: RawImages, seed: int) -> ImageData:
     """Keep the classes of ``cfg.split``, draw the stratified train and test subsets for
-    ``seed`` and copy (or, for files, decode) their images; the same inputs give the
-    same arrays."""
+    ``seed`` (the test images held out of the training split when ``cfg.holdout`` is set)
+    and copy (or, for files, decode) their images; the same inputs give the same arrays."""
+    raw = with_holdout(raw, cfg.holdout)
     classes, sign = cfg.split_classes(raw.num_classes)
     splits = {}
     reference = None
@@ -612,7 +655,9 @@ def subset_images(cfg: ImageDataConfig, raw: RawImages, seed: int) -> ImageData:
             reference = (src.files[index[0]], x.shape[2:])  # test images must match train
         label = src.labels[index]
         fine = np.searchsorted(classes, label).astype(np.int64)
-        splits[name] = ImageSplit(x=x, fine=fine, y=sign[fine], label=label, index=index)
+        splits[name] = ImageSplit(
+            x=x, fine=fine, y=sign[fine], label=label, index=index + src.offset
+        )
     if splits["train"].x.shape[1:] != splits["test"].x.shape[1:]:
         raise ValueError(
             f"{raw.location}: train images are (C, H, W) = {splits['train'].x.shape[1:]}, "
@@ -741,5 +786,6 @@ def make_dataset(
         "train_class_counts": counts["train"].tolist(),
         "test_class_counts": counts["test"].tolist(),
         "train_positive_fraction": float((data.train.y > 0).mean()),
+        "test_source": "test" if data.config.holdout is None else f"train[-{data.config.holdout}:]",
     }
     return data.arrays(), meta

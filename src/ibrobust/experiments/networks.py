@@ -9,13 +9,21 @@ and its module is loaded on demand, so a job's code hash covers only the path it
 * ``gram_gd``: a ``two_layer`` net under l2 ``gd`` with logistic / cross-entropy loss, by
   the exact Gram-space GD of :mod:`ibrobust.training.full_batch` (same iterates, ~2d/n
   fewer flops), which keeps the log-spaced checkpoints of the lambda decomposition;
+* ``prelu``: a pReLU net under plain SGD / Adam, by the official loop with a written-out
+  backward pass (:func:`ibrobust.training.prelu.train_prelu`; exponential or logistic loss
+  of the binary score, cross-entropy of the heads for k-class supervision; on the CPU);
 * ``network``: everything else, by :func:`ibrobust.training.network.train_network`
   (full-batch steepest descent in any norm, SGD, Adam); a two-layer net trained that way
   gets the same checkpoint fields, so the decomposition also runs on, e.g., sign descent.
+
+The heads and readout come from the model's kind (:func:`ibrobust.models.registry.model_readout`):
+(+1, -1) for 2-class supervision and the class signs for k-class supervision, except that a
+pReLU net may have one binary head (the official synthetic net).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +34,7 @@ from torch import nn
 
 from ibrobust import kinds
 from ibrobust.data.dataset import Dataset
-from ibrobust.models.readout import readout_for
-from ibrobust.models.registry import BuildContext, build_model, model_state
+from ibrobust.models.registry import BuildContext, build_model, model_readout, model_state
 from ibrobust.training.losses import supervised_correct
 
 # optimizers-registry keys -> NetTrainConfig fields, per kind
@@ -72,6 +79,57 @@ def net_train_fields(opt: dict) -> dict[str, Any]:
     if "betas" in fields:
         fields["betas"] = tuple(float(b) for b in fields["betas"])
     return {"algorithm": kind, **fields}
+
+
+def prelu_train_fields(opt: dict, supervision: str) -> dict[str, Any]:
+    """PreluTrainConfig fields of an ``optimizers`` entry of kind sgd or adam (the ``prelu``
+    training path): the loss of the supervision (binary: ``exponential`` -> exp,
+    ``auto`` / ``logistic`` -> logistic; k-class: cross-entropy)."""
+    if opt.get("kind") not in ("sgd", "adam"):
+        raise ValueError(f"the prelu training path takes sgd or adam, got {opt.get('kind')!r}")
+    loss = opt.get("loss", "auto")
+    if supervision == "multiclass":
+        if loss == "exponential":
+            raise ValueError("multiclass supervision trains with cross-entropy, not 'exponential'")
+        name = "ce"
+    elif supervision == "binary":
+        name = "exp" if loss == "exponential" else "logistic"
+    else:
+        raise ValueError(f"unknown supervision {supervision!r}")
+    fields: dict[str, Any] = {
+        "optimizer": opt["kind"],
+        "lr": float(opt["lr"]),
+        "epochs": int(opt["epochs"]),
+        "loss": name,
+    }
+    if opt.get("batch_size") is not None:
+        fields["batch_size"] = int(opt["batch_size"])
+    if "betas" in opt:
+        fields["betas"] = tuple(float(b) for b in opt["betas"])
+    return fields
+
+
+def _fit_prelu(trainer, net, data: Dataset, supervision: str, opt: dict, seed: int, on_log):
+    """(trained net, history, epochs) by the fast pReLU loop on the flattened inputs."""
+    tr = data.train
+    fields = prelu_train_fields(opt, supervision)
+    fields.setdefault("batch_size", len(tr))  # batch_size null = the full batch
+    cfg = trainer.PreluTrainConfig(**fields)
+    labels = tr.fine if cfg.loss == "ce" else tr.y
+    every = int(opt.get("log_every", 1))
+    history: list[dict] = []
+    t0 = time.monotonic()
+
+    def on_epoch(rec: dict) -> None:
+        if rec["epoch"] % every and rec["epoch"] != cfg.epochs:
+            return
+        rec = {**rec, "seconds": time.monotonic() - t0}
+        history.append(rec)
+        if on_log is not None:
+            on_log(rec)
+
+    res = trainer.train_prelu(net, tr.x.flatten(1), labels, cfg, seed, on_epoch=on_epoch)
+    return res.model, pd.DataFrame(history), cfg.epochs
 
 
 @dataclass
@@ -121,7 +179,7 @@ def fit(
         history = pd.DataFrame([{"step": 0, "loss": float("nan")}])
         return FitResult(state, history, evaluate(net, data, "binary"))
 
-    readout = readout_for(supervision, data.sign)
+    readout = model_readout(model, supervision, data.sign)
     ctx = BuildContext(data.input_shape, readout, seed, tr.x)
     net = build_model(model, ctx)
     init = {k: v.detach().clone() for k, v in net.state_dict().items()}
@@ -141,6 +199,9 @@ def fit(
         net.load_state_dict({**init, "weight": res.weight, "bias": res.bias})
         ckpts = {s: {"weight": w, "bias": b} for s, (w, b) in res.checkpoints.items()}
         history, n_steps, converged = pd.DataFrame(res.history), res.steps, res.converged
+    elif path == "prelu":
+        net, history, n_steps = _fit_prelu(trainer, net, data, supervision, opt, seed, on_log)
+        ckpts, converged = {0: init, n_steps: net.state_dict()}, False
     else:
         cfg = trainer.NetTrainConfig(**net_train_fields(opt))
         res = trainer.train_network(

@@ -19,6 +19,14 @@ Heads and readout (the project's model contract: ``forward(x)`` is (n, H),
     is a 2-way cross-entropy on y mod 2): k heads, head c has its own row V[c, :];
     readout = the +-1 sign of each class.
 
+Heads in the workflow (``readout_for``): the registry entry's ``binary_heads`` picks one
+head (1, the official synthetic ``output_dim=1`` under the exponential loss) or two heads
+read as (+1, -1) (2, the official MNIST parity net: two logits under cross-entropy, which
+is the logistic loss of their difference, i.e. of the binary score).
+
+Inputs may be images (n, C, H, W): every entry point flattens them to (n, D) first, so
+D = C H W and attacks work in pixel space.
+
 Input preprocessing, as the official ``ShallowPreluNet``: x is first centred,
 x_c = x - center (``center`` a fixed (D,) buffer, zeros by default; the mean training
 image for MNIST). With ``normalize_input`` (the official default, on in its MNIST runs,
@@ -122,6 +130,8 @@ def prelu_features(
 class PreluNet(nn.Module):
     """f_p with H heads: forward(x) (n, D) -> (n, H) = phi(x) @ V^T (+ b)."""
 
+    neurons_read_input = True  # neurons() act on x itself (cosines with the cluster centres)
+
     def __init__(
         self,
         weight: torch.Tensor,
@@ -165,11 +175,12 @@ class PreluNet(nn.Module):
     def heads(self) -> int:
         return self.out_weight.shape[0]
 
-    def features(self, x: torch.Tensor) -> torch.Tensor:  # (n, D) -> (n, h)
+    def features(self, x: torch.Tensor) -> torch.Tensor:  # (n, D) | (n, C, H, W) -> (n, h)
+        x = x.flatten(1)
         return prelu_features(x, self.weight, self.p, self.center, self.normalize_input)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (n, D) -> (n, H)
-        xc = x - self.center
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (n, D) | (n, C, H, W) -> (n, H)
+        xc = x.flatten(1) - self.center
         t = None
         if self.normalize_input and self.p != 1:
             t = torch.linalg.vector_norm(xc, dim=-1, keepdim=True)  # (n, 1)
@@ -182,6 +193,24 @@ class PreluNet(nn.Module):
 
     def binary_score(self, x: torch.Tensor) -> torch.Tensor:  # (n, D) -> (n,)
         return self(x) @ self.readout
+
+    # ---- what the generic cosine analysis reads (ibrobust.analysis.cosines) ----
+    def embed(self, x: torch.Tensor) -> torch.Tensor:  # (n, D): the neurons read x itself
+        return x.flatten(1)
+
+    def neurons(self) -> torch.Tensor:  # (h, D) first-layer weights
+        return self.weight
+
+    def neuron_heads(self) -> torch.Tensor:  # (h,) the head each neuron raises most
+        return self.out_weight.argmax(0)
+
+    def neuron_signs(self) -> torch.Tensor:  # (h,) +-1: the sign of its binary-score vote
+        """Every neuron feeds every head, so its class sign is that of its contribution:
+        sign(sum_H readout_H V_Hj) with one head (the official binary net, where v_j < 0
+        makes a negative neuron), else the sign of the head it raises most."""
+        if self.heads == 1:
+            return torch.where(self.out_weight[0] * self.readout[0] >= 0, 1.0, -1.0)
+        return self.readout[self.neuron_heads()]
 
 
 @dataclass
@@ -281,3 +310,43 @@ def from_state(state: dict) -> PreluNet:
         center=state.get("center"),
         normalize_input=state.get("normalize_input", False),
     )
+
+
+# ---- the ``prelu`` kind of the model registry (ibrobust.models.registry, ibrobust.kinds) ----
+BINARY_HEADS = (1, 2)
+
+
+def config_from_spec(spec: dict) -> PreluConfig:
+    """PreluConfig of a ``models`` entry (keys: width, p, init, init_std, normalize_input,
+    out_bias; ``normalize`` and ``binary_heads`` are read by :func:`build` / :func:`readout_for`)."""
+    keys = ("width", "p", "init", "init_std", "normalize_input", "out_bias")
+    return PreluConfig(**{k: spec[k] for k in keys if k in spec})
+
+
+def readout_for(spec: dict, supervision: str, sign: torch.Tensor) -> torch.Tensor:
+    """(H,) readout of a pReLU net: binary -> (1,) (``binary_heads: 1``, official synthetic)
+    or (+1, -1) (``binary_heads: 2``, official MNIST parity); multiclass -> the class signs."""
+    heads = spec.get("binary_heads", 1)
+    if heads not in BINARY_HEADS:
+        raise ValueError(f"binary_heads must be one of {BINARY_HEADS}, got {heads!r}")
+    if supervision == "binary" and heads == 2:
+        return torch.tensor([1.0, -1.0])
+    return prelu_readout(supervision, sign)
+
+
+def build(spec: dict, ctx) -> PreluNet:
+    """A freshly initialised pReLU net (:func:`init_prelu`, stream ``(seed, "prelu", "init")``)
+    with H = ``ctx.readout.numel()`` heads on inputs of D = prod(``ctx.input_shape``);
+    ``normalize: center`` subtracts the mean training input (the official MNIST centring)."""
+    cfg = config_from_spec(spec)
+    d = math.prod(int(s) for s in ctx.input_shape)
+    normalize = spec.get("normalize", "none")
+    if normalize not in ("none", "center"):
+        raise ValueError(f"prelu normalize must be 'none' or 'center', got {normalize!r}")
+    center = None
+    if normalize == "center":
+        if ctx.train_x is None:
+            raise ValueError("normalize='center' needs the training inputs")
+        center = ctx.train_x.flatten(1).float().mean(0)  # (D,)
+    params = init_prelu(d, ctx.readout.numel(), cfg, ctx.seed)
+    return build_prelu(params, ctx.readout, cfg, center=center)

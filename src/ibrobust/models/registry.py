@@ -3,8 +3,10 @@
 Every model follows one contract (see models/two_layer.py): ``forward(x)`` gives (n, H)
 logits, the buffer ``readout`` (H,) maps them to the binary score ``binary_score(x)``, and
 ``embed(x)`` / ``neurons()`` / ``neuron_heads()`` expose what the cosine analysis reads.
-Each kind's module (:data:`ibrobust.kinds.MODELS`) exposes ``build(spec, ctx)``; it is
-loaded on demand, so a job's code hash covers only its own model's module.
+Each kind's module (:data:`ibrobust.kinds.MODELS`) exposes ``build(spec, ctx)``, and
+optionally ``readout_for(spec, supervision, sign)`` when its heads differ from
+:func:`ibrobust.models.readout.readout_for` (:func:`model_readout`); it is loaded on
+demand, so a job's code hash covers only its own model's module.
 
 A saved model is a plain dict of tensors and primitives (``torch.load(weights_only=True)``)
 holding the ``kind``, the registry ``config`` and what the builder needs to rebuild the
@@ -22,6 +24,7 @@ import torch
 from torch import nn
 
 from ibrobust import kinds
+from ibrobust.models.readout import readout_for
 
 
 @dataclass
@@ -36,6 +39,16 @@ class BuildContext:
 
 def _module(kind: str | None):
     return kinds.load(kinds.MODELS, kind, "model")
+
+
+def model_readout(spec: dict, supervision: str, sign: torch.Tensor) -> torch.Tensor:
+    """(H,) readout of a model trained under ``supervision``: the kind module's own
+    ``readout_for(spec, supervision, sign)`` when it has one (pReLU nets: one binary head,
+    as in the official code), else :func:`ibrobust.models.readout.readout_for`."""
+    module = _module(spec.get("kind"))
+    if hasattr(module, "readout_for"):
+        return module.readout_for(spec, supervision, sign)
+    return readout_for(supervision, sign)
 
 
 def build_model(spec: dict, ctx: BuildContext) -> nn.Module:

@@ -9,6 +9,9 @@ optimizer step per minibatch on the minibatch mean loss:
   y in {-1, +1});
 * ``loss="ce"``: cross-entropy of the heads against an int64 class label (MNIST: y mod 2
   for the 2-class task, the digit for the 10-class one);
+* ``loss="logistic"``: mean log(1 + exp(-y f(x))) with f = ``binary_score`` (labels in
+  {-1, +1}); with two heads read as (+1, -1) it equals the 2-way cross-entropy of those
+  heads against the class (y < 0), so one code path serves one- and two-head binary nets;
 * ``optimizer="sgd"`` (plain SGD, synthetic: lr 0.2, batch 100) or ``"adam"`` (the formula
   of ``torch.optim.Adam`` with its defaults; MNIST: lr 1e-3, batch 1000).
 
@@ -54,7 +57,8 @@ from ibrobust.models.prelu import PreluNet, safe_inverse
 from ibrobust.seeding import torch_generator
 from ibrobust.training.exp_loss import exp_margin_loss_grad
 
-LOSSES = ("exp", "ce")
+LOSSES = ("exp", "ce", "logistic")
+MARGIN_LOSSES = ("exp", "logistic")  # losses of the binary score y f(x), labels +-1
 OPTIMIZERS = ("sgd", "adam")
 
 
@@ -63,7 +67,7 @@ class PreluTrainConfig:
     lr: float = 0.2  # official synthetic SGD; MNIST uses Adam with lr 1e-3
     batch_size: int = 100
     epochs: int = 401
-    loss: str = "exp"  # "exp" (binary score, labels +-1) or "ce" (heads, int64 labels)
+    loss: str = "exp"  # "exp" / "logistic" (binary score, labels +-1) or "ce" (heads, int64)
     optimizer: str = "sgd"  # "sgd" or "adam"
     betas: tuple[float, float] = (0.9, 0.999)  # Adam only (torch defaults)
     adam_eps: float = 1e-8  # Adam only (torch default)
@@ -141,9 +145,13 @@ def _forward(xt, t, w, v, b, p):
 
 def _loss_grad(logits, target, readout, loss):
     """(loss (S,), correct (S,), dL/dlogits (S, B, H)) for the minibatch mean loss."""
-    if loss == "exp":
+    if loss in MARGIN_LOSSES:
         m = target * (logits @ readout)  # (S, B) margins y f(x)
-        val, gm = exp_margin_loss_grad(m)  # (S,), (S, B)
+        if loss == "exp":
+            val, gm = exp_margin_loss_grad(m)  # (S,), (S, B)
+        else:
+            val = torch.nn.functional.softplus(-m).mean(-1)  # (S,)
+            gm = -torch.sigmoid(-m) / m.shape[-1]  # (S, B) d mean softplus(-m) / dm
         g = (gm * target).unsqueeze(-1) * readout  # (S, B, H)
         return val, (m > 0).sum(-1), g
     logp = torch.log_softmax(logits, dim=-1)  # (S, B, H)
@@ -222,10 +230,10 @@ def _spec_of(nets: Sequence[PreluNet]) -> _Spec:
 
 
 def _check_labels(labels: torch.Tensor, loss: str, heads: int) -> None:
-    if loss == "exp":
+    if loss in MARGIN_LOSSES:
         if not labels.is_floating_point() or not bool(((labels == 1) | (labels == -1)).all()):
             raise ValueError(
-                f"loss 'exp' needs float labels in {{-1, +1}}, got dtype {labels.dtype}"
+                f"loss {loss!r} needs float labels in {{-1, +1}}, got dtype {labels.dtype}"
             )
     else:
         if labels.dtype != torch.int64:
@@ -255,7 +263,7 @@ def _train_stacked(
         raise ValueError(f"need one seed per run: {n_runs} nets, {len(seeds)} seeds")
     _check_labels(labels, cfg.loss, nets[0].heads)
     dt = x.dtype
-    labels = labels.to(dt) if cfg.loss == "exp" else labels
+    labels = labels.to(dt) if cfg.loss in MARGIN_LOSSES else labels
     readout = spec.readout.to(dt)
     spec.readout = readout
     if spec.center is not None:
@@ -358,7 +366,8 @@ def train_prelu(
     seed: int,
     on_epoch: Callable[[dict], None] | None = None,
 ) -> PreluTrainResult:
-    """Train a copy of ``net`` on x (n, D), labels (n,) (float +-1 for "exp", int64 for "ce").
+    """Train a copy of ``net`` on x (n, D), labels (n,) (float +-1 for "exp" / "logistic",
+    int64 for "ce").
 
     ``seed`` selects the shuffling stream ``(seed, "prelu", "shuffle")``; the weights
     start from ``net`` (see :func:`ibrobust.models.prelu.init_prelu`).
