@@ -15,6 +15,7 @@ include: "rules/analysis.smk"
 include: "rules/attack.smk"
 include: "rules/figures.smk"
 include: "rules/fa_images.smk"
+include: "rules/prelu.smk"
 include: "rules/price_linear.smk"
 include: "rules/targets.smk"
 

@@ -8,7 +8,17 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from ibrobust import kinds
-from ibrobust.config import ConfigError, load_schema, validate_config
+from ibrobust.config import (
+    ConfigError,
+    attack_applies,
+    derived_datasets,
+    grid_attacks,
+    load_schema,
+    radius_grids,
+    study_task,
+    sweep_dataset,
+    validate_config,
+)
 from ibrobust.provenance import code_hash, config_hash
 
 SCRIPTS = Path(workflow.basedir) / "workflow_scripts"
@@ -27,34 +37,17 @@ CONFIG_HASH = config_hash(config)
 STUDIES = config["studies"]
 ENABLED = [s for s, st in STUDIES.items() if st["enabled"]]
 # kinds whose models go through the generic dataset -> train -> analyze/attack rules
-NETWORK_KINDS = ("feature_averaging", "feature_averaging_images")
+NETWORK_KINDS = ("feature_averaging", "feature_averaging_images", "prelu")
 NET_STUDIES = [s for s, st in STUDIES.items() if st["kind"] in NETWORK_KINDS]
 FA_STUDIES = [s for s, st in STUDIES.items() if st["kind"] == "feature_averaging"]
 IMAGE_STUDIES = [s for s, st in STUDIES.items() if st["kind"] == "feature_averaging_images"]
 PRICE_STUDIES = [s for s, st in STUDIES.items() if st["kind"] == "price_linear"]
+PRELU_STUDIES = [s for s, st in STUDIES.items() if st["kind"] == "prelu"]
 
 
-# ---- datasets: registry entries and the scaling sweep's derived variants ---------------
-def _variant_name(base, key, value):
-    return f"{base}@{key}={value:g}"
-
-
-def _sweep_variants():
-    out = {}
-    for st in STUDIES.values():
-        sc = st.get("scaling")
-        if sc is None:
-            continue
-        base = config["datasets"][sc["dataset"]]
-        for v in sc["values"]:
-            typed = int(v) if sc["key"] in ("k", "d", "n_train") else float(v)
-            if base[sc["key"]] == typed:
-                continue  # the base dataset itself: reuse its jobs
-            out[_variant_name(sc["dataset"], sc["key"], v)] = dict(base, **{sc["key"]: typed})
-    return out
-
-
-DATASETS = {**config["datasets"], **_sweep_variants()}
+# ---- datasets: registry entries and the sweeps' derived variants <base>@<key>=<value> ----
+# (Study FA's scaling sweep over k, Study PRELU's alphas; ibrobust.config.dataset_sweeps)
+DATASETS = {**config["datasets"], **derived_datasets(config)}
 
 
 def dataset_config(name):
@@ -68,9 +61,12 @@ def data_root_for(name):
 
 def scaling_dataset(study, value):
     sc = STUDIES[study]["scaling"]
-    base = config["datasets"][sc["dataset"]]
-    typed = int(value) if sc["key"] in ("k", "d", "n_train") else float(value)
-    return sc["dataset"] if base[sc["key"]] == typed else _variant_name(sc["dataset"], sc["key"], value)
+    return sweep_dataset(config, sc["dataset"], sc["key"], value)
+
+
+def alpha_dataset(study, alpha):
+    """The dataset of a prelu study's synthetic half at noise level alpha."""
+    return sweep_dataset(config, STUDIES[study]["synthetic"]["dataset"], "alpha", alpha)
 
 
 def _alternatives(names):
@@ -87,7 +83,7 @@ wildcard_constraints:
     optimizer=_alternatives([*config["optimizers"], REFERENCE_OPTIMIZER]),
     supervision="binary|multiclass",
     seed=r"\d+",
-    grid="main|scaling",
+    grid="main|scaling|l2|linf|l1",
 
 
 # ---- code provenance: rerun a rule when any library module its script imports changes ----
@@ -130,12 +126,40 @@ def run_dir(study, dataset, model, optimizer, supervision, seed):
                           supervision=supervision, seed=seed)
 
 
-def trained_runs(study, datasets=None, seeds=None):
-    """(dataset, model, optimizer, supervision, seed) of every trained model of a study."""
+def study_parts(study, names=None):
+    """The cross products a network study trains, each a dict with datasets, models,
+    optimizers, supervisions, seeds, attacks, radii, attack_points and its ``part`` name:
+    the study block itself ("main") for the feature-averaging kinds; one per half of a
+    prelu study ("synthetic": its alpha datasets; "mnist"), the halves' datasets disjoint."""
     st = STUDIES[study]
+    if st["kind"] != "prelu":
+        parts = [dict(st, part="main")]
+    else:
+        parts = []
+        if st["synthetic"] is not None:
+            syn = st["synthetic"]
+            dss = [alpha_dataset(study, a) for a in syn["alphas"]]
+            parts.append(dict(syn, datasets=dss, part="synthetic"))
+        if st["mnist"] is not None:
+            parts.append(dict(st["mnist"], part="mnist"))
+    return [p for p in parts if names is None or p["part"] in names]
+
+
+def part_of(study, dataset):
+    """The part of a study that trains on ``dataset``."""
+    for p in study_parts(study):
+        if dataset in p["datasets"]:
+            return p
+    return study_parts(study)[0]  # e.g. a scaling-sweep dataset of Study FA
+
+
+def trained_runs(study, datasets=None, seeds=None, parts=None):
+    """(dataset, model, optimizer, supervision, seed) of every trained model of a study
+    (of the named ``parts`` only, when given)."""
     return [(ds, m, o, sup, seed)
-            for ds in (datasets or st["datasets"]) for m in st["models"] for o in st["optimizers"]
-            for sup in st["supervisions"] for seed in (seeds or st["seeds"])]
+            for p in study_parts(study, parts)
+            for ds in (datasets or p["datasets"]) for m in p["models"] for o in p["optimizers"]
+            for sup in p["supervisions"] for seed in (seeds or p["seeds"])]
 
 
 def reference_runs(study, datasets=None, seeds=None):
@@ -165,7 +189,8 @@ def _runs(runs):
 
 
 def first_seed_runs(study):
-    return _runs(trained_runs(study, seeds=[STUDIES[study]["seeds"][0]]))
+    return _runs([r for p in study_parts(study)
+                  for r in trained_runs(study, seeds=[p["seeds"][0]], parts=[p["part"]])])
 
 
 def first_seed_decomposed(study):
@@ -173,8 +198,8 @@ def first_seed_decomposed(study):
     return [r for r in decomposed_runs(study) if r["seed"] == seed]
 
 
-def main_runs(study):
-    return _runs(trained_runs(study) + reference_runs(study))
+def main_runs(study, parts=None):
+    return _runs(trained_runs(study, parts=parts) + reference_runs(study))
 
 
 def files(study, runs, tail):
@@ -186,9 +211,82 @@ def decomposed_runs(study):
     return [r for r in _runs(trained_runs(study)) if config["models"][r["model"]]["kind"] == "two_layer"]
 
 
+def attack_grids(study, dataset):
+    """The attack grids of a run: "main" for list-valued radii, one per norm for radii by norm."""
+    return list(radius_grids(study_radii(study, dataset)))
+
+
+def attack_runs(study, runs):
+    """``runs`` with the grid of each of their attack jobs (one entry per job)."""
+    return [dict(r, grid=g) for r in runs for g in attack_grids(study, r["dataset"])]
+
+
+def attack_files(study, runs, name):
+    """attack/<grid>/<name> of ``attack_runs(study, runs)``."""
+    return [f"{run_dir(study, **{k: v for k, v in r.items() if k != 'grid'})}/attack/{r['grid']}/{name}"
+            for r in runs]
+
+
+# ---- Study PRELU (kind prelu): outputs by half ----------------------------------------------
+PRELU_SYNTHETIC_FIGURES = ["robust_accuracy_vs_radius", "neuron_alignment", "ideal_distances"]
+PRELU_MNIST_FIGURES = ["mnist_robust_accuracy"]
+
+
+def prelu_outputs(study, halves):
+    st, base = STUDIES[study], f"results/{study}/figures/"
+    out = []
+    if "synthetic" in halves and st["synthetic"] is not None:
+        out += [f"{base}{n}{ext}" for n in PRELU_SYNTHETIC_FIGURES for ext in (".png", ".pdf", ".csv")]
+        out += [f"{base}summary.csv", f"{base}summary.md"]
+    if "mnist" in halves and st["mnist"] is not None:
+        out += [f"{base}{n}{ext}" for n in PRELU_MNIST_FIGURES for ext in (".png", ".pdf", ".csv")]
+        out += [f"{base}table1.csv", f"{base}table1.md"]
+    return out
+
+
+def prelu_runs(study, half, first_seed=False):
+    """The runs of one half of a prelu study (the first seed only with ``first_seed``)."""
+    parts = study_parts(study, [half])
+    seeds = [parts[0]["seeds"][0]] if first_seed and parts else None
+    return _runs(trained_runs(study, seeds=seeds, parts=[half]))
+
+
+def dataset_alpha(name):
+    """alpha of a clusters dataset (its noise std times sqrt(d) when alpha is not set)."""
+    ds = DATASETS[name]
+    return float(ds["alpha"]) if ds.get("alpha") is not None else float(ds["sigma"]) * ds["d"] ** 0.5
+
+
+def prelu_labels(study, half):
+    """What the figure and table scripts label runs by: alpha per dataset (synthetic), the
+    model entries (p, kind) and the number of clusters K."""
+    part = study_parts(study, [half])[0]
+    out = dict(models={m: config["models"][m] for m in part["models"]})
+    if half == "synthetic":
+        alphas = sorted(float(a) for a in part["alphas"])
+        fa = part["figure_alpha"]
+        base = DATASETS[part["dataset"]]
+        positive = base["positive"] if base["positive"] is not None else range(base["k"] // 2)
+        out.update(
+            alphas={d: dataset_alpha(d) for d in part["datasets"]},
+            k=int(base["k"]),
+            signs=[1.0 if j in set(positive) else -1.0 for j in range(base["k"])],
+            figure_alpha=float(fa) if fa is not None else alphas[(len(alphas) - 1) // 2],
+        )
+    return out
+
+
+def prelu_analysis_params(wildcards):
+    syn = STUDIES[wildcards.study]["synthetic"]
+    return dict(probes=int(syn["probes"]), active_rel=float(syn["active_rel"]))
+
+
 def figure_names(study):
     """The figures (PNG + PDF + CSV each) of a study, by kind."""
     st = STUDIES[study]
+    if st["kind"] == "prelu":
+        return [n for h, names in (("synthetic", PRELU_SYNTHETIC_FIGURES), ("mnist", PRELU_MNIST_FIGURES))
+                if st[h] is not None for n in names]
     if st["kind"] == "price_linear":
         return list(PRICE_FIGURES)
     if st["kind"] == "feature_averaging_images":
@@ -201,15 +299,19 @@ def figure_names(study):
     return names
 
 
-def study_outputs(study):
-    """Every figure and table of a study (what `snakemake <study>` builds)."""
+def study_outputs(study, default=False):
+    """Every figure and table of a study (what `snakemake <study>` builds); with ``default``,
+    what the default target builds of it (a prelu study: its synthetic half only, the MNIST
+    half needs the dataset)."""
+    if STUDIES[study]["kind"] == "prelu":
+        return prelu_outputs(study, ("synthetic",) if default else ("synthetic", "mnist"))
     base = f"results/{study}/figures/"
     out = [f"{base}{n}{ext}" for n in figure_names(study) for ext in (".png", ".pdf", ".csv")]
     return out + [f"{base}summary.csv", f"{base}summary.md"]
 
 
 def default_targets():
-    return [f for s in ENABLED for f in study_outputs(s)]
+    return [f for s in ENABLED for f in study_outputs(s, default=True)]
 
 
 # ---- Study PRICE-LIN (kind price_linear): regime (dataset) x n x algorithm (optimizer) ------
@@ -222,6 +324,12 @@ PRICE_WILDCARDS = dict(
 )
 FA_WILDCARDS = dict(study=_alternatives(FA_STUDIES) or "^$")
 IMAGE_WILDCARDS = dict(study=_alternatives(IMAGE_STUDIES) or "^$")
+PRELU_WILDCARDS = dict(
+    study=_alternatives(PRELU_STUDIES) or "^$",
+    # the per-run PRELU analysis applies to the synthetic half's datasets
+    dataset=_alternatives({d for s in PRELU_STUDIES for p in study_parts(s, ["synthetic"])
+                           for d in p["datasets"]}) or "^$",
+)
 PRICE_FIGURES = ["gap_vs_n", "gap_difference_robust", "gap_difference_clean", "solution_cosines"]
 
 
@@ -273,42 +381,47 @@ def optimizer_params(wildcards):
     return config["optimizers"][wildcards.optimizer]
 
 
-def attack_params(wildcards):
-    """Attacks that apply to this model (fine-label losses need a multi-class model)."""
-    st = STUDIES[wildcards.study]
-    out = {}
-    for name in st["attacks"]:
-        a = config["attacks"][name]
-        fine_loss = a["kind"] == "pgd" and a["loss"] in ("ce", "fine_margin")
-        if fine_loss and wildcards.supervision != "multiclass":
-            continue
-        out[name] = a
-    return out
-
-
 def attack_task(wildcards):
-    """What counts as correct: the binary task (FA studies; a k-class model is judged by its
-    binary readout)."""
-    return "binary"
+    """What counts as correct (ibrobust.config.study_task): the binary task in the
+    feature-averaging studies (a k-class model is judged by its binary readout); in Study
+    PRELU the labels the model was trained on (2-class: binary; k-class: fine)."""
+    return study_task(STUDIES[wildcards.study]["kind"], wildcards.supervision)
+
+
+def attack_params(wildcards):
+    """Attacks of this job: those of its part and grid (a norm grid runs its norm's attacks)
+    that apply to the model (fine-label losses need a k-class model; the fine task needs them)."""
+    part = part_of(wildcards.study, wildcards.dataset)
+    grid = "main" if wildcards.grid == "scaling" else wildcards.grid
+    task = attack_task(wildcards)
+    return {name: config["attacks"][name] for name in grid_attacks(config, part["attacks"], grid)
+            if attack_applies(config["attacks"][name], wildcards.supervision, task)}
 
 
 def study_radii(study, dataset):
-    """The main radius grid of a study for one dataset (a list, or a mapping per dataset)."""
-    radii = STUDIES[study]["radii"]
-    return [float(r) for r in (radii[dataset] if isinstance(radii, dict) else radii)]
+    """The radius grid of a study's part for one dataset: a list, or a mapping norm -> list
+    (Study FA-IMAGES maps datasets to lists)."""
+    part = part_of(study, dataset)
+    radii = part["radii"]
+    if part["part"] == "main" and isinstance(radii, dict):  # FA-IMAGES: per dataset
+        radii = radii[dataset]
+    if isinstance(radii, dict):
+        return {norm: [float(r) for r in v] for norm, v in radii.items()}
+    return [float(r) for r in radii]
 
 
 def attack_radii(wildcards):
-    st = STUDIES[wildcards.study]
-    if wildcards.grid == "main":
-        return study_radii(wildcards.study, wildcards.dataset)
-    d = dataset_config(wildcards.dataset)["d"]
-    return [round(float(f) * d**0.5, 6) for f in st["scaling"]["radius_fractions"]]
+    if wildcards.grid == "scaling":
+        d = dataset_config(wildcards.dataset)["d"]
+        fractions = STUDIES[wildcards.study]["scaling"]["radius_fractions"]
+        return [round(float(f) * d**0.5, 6) for f in fractions]
+    return radius_grids(study_radii(wildcards.study, wildcards.dataset))[wildcards.grid]
 
 
 def attack_points(wildcards):
-    st = STUDIES[wildcards.study]
-    return st["attack_points"] if wildcards.grid == "main" else st["scaling"]["attack_points"]
+    if wildcards.grid == "scaling":
+        return STUDIES[wildcards.study]["scaling"]["attack_points"]
+    return part_of(wildcards.study, wildcards.dataset)["attack_points"]
 
 
 def plot_params(wildcards):

@@ -14,3 +14,8 @@ rule fa_images:
 rule price_linear:
     input:
         study_outputs("price_linear") if "price_linear" in STUDIES else [],
+
+
+rule prelu:
+    input:
+        study_outputs("prelu") if "prelu" in STUDIES else [],

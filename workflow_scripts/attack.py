@@ -3,7 +3,7 @@
 from _job import Job
 
 from ibrobust.analysis.robustness import critical_radius
-from ibrobust.attacks.suite import AttackContext, evaluate_attacks
+from ibrobust.attacks.suite import AttackContext, describe_attack, evaluate_attacks
 from ibrobust.attacks.tasks import correct_in_batches
 from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.io import load_npz, load_torch, save_csv, save_json
@@ -51,6 +51,8 @@ with Job(snakemake) as job:
             job.metrics({f"robust_acc.{name}": acc}, step=i)
         job.metrics({f"critical_radius.{name}": summary["critical_radius"][name]})
     summary["task"] = p.task
+    # what ran: e.g. the AutoAttack version, iterations and restarts behind each number
+    summary["settings"] = {name: describe_attack(spec) for name, spec in p.attacks.items()}
     summary["clean_acc"] = float(
         correct_in_batches(ctx.task, net, test.x, test.y, test.fine, 1000).float().mean()
     )

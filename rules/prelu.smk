@@ -1,0 +1,186 @@
+# Study PRELU (kind prelu): implicit bias of pReLU networks (Min & Vidal, ICML 2024). The
+# models and attacks come from the shared rules (dataset, train, attack); this file adds the
+# per-run analysis of the synthetic half (neuron alignment, distances to the ideal
+# classifiers F and F^(p)) and the figures and tables of both halves.
+
+
+rule prelu_analyze:
+    input:
+        data="results/datasets/{dataset}/seed{seed}/data.npz",
+        model="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/model.pt",
+    output:
+        alignment="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/analysis/alignment.csv",
+        summary="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/analysis/prelu.json",
+    log:
+        "results/logs/prelu_analyze/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.log",
+    wildcard_constraints:
+        study=PRELU_WILDCARDS["study"],
+        dataset=PRELU_WILDCARDS["dataset"],
+    params:
+        analysis=prelu_analysis_params,
+        seed=lambda w: int(w.seed),
+        code=lambda w: code("prelu_analyze", _model_module(w)),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/prelu_analyze.py"
+
+
+rule prelu_robust_figure:
+    input:
+        lambda w: files(w.study, prelu_runs(w.study, "synthetic"), "attack/main/robust_accuracy.csv"),
+    output:
+        png="results/{study}/figures/robust_accuracy_vs_radius.png",
+        pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
+        csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
+    log:
+        "results/logs/figures/{study}/robust_accuracy_vs_radius.log",
+    wildcard_constraints:
+        study=PRELU_WILDCARDS["study"],
+    params:
+        runs=lambda w: prelu_runs(w.study, "synthetic"),
+        labels=lambda w: prelu_labels(w.study, "synthetic"),
+        plots=plot_params,
+        code=code("prelu_robust_figure"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/prelu_robust_figure.py"
+
+
+rule prelu_alignment_figure:
+    input:
+        lambda w: files(w.study, prelu_runs(w.study, "synthetic"), "analysis/alignment.csv"),
+    output:
+        png="results/{study}/figures/neuron_alignment.png",
+        pdf="results/{study}/figures/neuron_alignment.pdf",
+        csv="results/{study}/figures/neuron_alignment.csv",
+    log:
+        "results/logs/figures/{study}/neuron_alignment.log",
+    wildcard_constraints:
+        study=PRELU_WILDCARDS["study"],
+    params:
+        runs=lambda w: prelu_runs(w.study, "synthetic"),
+        labels=lambda w: prelu_labels(w.study, "synthetic"),
+        plots=plot_params,
+        code=code("prelu_alignment_figure"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/prelu_alignment_figure.py"
+
+
+rule prelu_distance_figure:
+    input:
+        lambda w: files(w.study, prelu_runs(w.study, "synthetic"), "analysis/prelu.json"),
+    output:
+        png="results/{study}/figures/ideal_distances.png",
+        pdf="results/{study}/figures/ideal_distances.pdf",
+        csv="results/{study}/figures/ideal_distances.csv",
+    log:
+        "results/logs/figures/{study}/ideal_distances.log",
+    wildcard_constraints:
+        study=PRELU_WILDCARDS["study"],
+    params:
+        runs=lambda w: prelu_runs(w.study, "synthetic"),
+        labels=lambda w: prelu_labels(w.study, "synthetic"),
+        plots=plot_params,
+        code=code("prelu_distance_figure"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/prelu_distance_figure.py"
+
+
+rule prelu_summary_table:
+    input:
+        attack=lambda w: files(w.study, prelu_runs(w.study, "synthetic"), "attack/main/summary.json"),
+        analysis=lambda w: files(w.study, prelu_runs(w.study, "synthetic"), "analysis/prelu.json"),
+        train=lambda w: files(w.study, prelu_runs(w.study, "synthetic"), "metrics.json"),
+    output:
+        csv="results/{study}/figures/summary.csv",
+        md="results/{study}/figures/summary.md",
+    log:
+        "results/logs/figures/{study}/summary.log",
+    wildcard_constraints:
+        study=PRELU_WILDCARDS["study"],
+    params:
+        runs=lambda w: prelu_runs(w.study, "synthetic"),
+        labels=lambda w: prelu_labels(w.study, "synthetic"),
+        code=code("prelu_summary_table"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/prelu_summary_table.py"
+
+
+rule prelu_mnist_figure:
+    input:
+        lambda w: attack_files(w.study, attack_runs(w.study, prelu_runs(w.study, "mnist")), "robust_accuracy.csv"),
+    output:
+        png="results/{study}/figures/mnist_robust_accuracy.png",
+        pdf="results/{study}/figures/mnist_robust_accuracy.pdf",
+        csv="results/{study}/figures/mnist_robust_accuracy.csv",
+    log:
+        "results/logs/figures/{study}/mnist_robust_accuracy.log",
+    wildcard_constraints:
+        study=PRELU_WILDCARDS["study"],
+    params:
+        runs=lambda w: attack_runs(w.study, prelu_runs(w.study, "mnist")),
+        labels=lambda w: prelu_labels(w.study, "mnist"),
+        plots=plot_params,
+        code=code("prelu_mnist_figure"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/prelu_mnist_figure.py"
+
+
+rule prelu_table1:
+    input:
+        attack=lambda w: attack_files(w.study, attack_runs(w.study, prelu_runs(w.study, "mnist")), "summary.json"),
+        train=lambda w: files(w.study, prelu_runs(w.study, "mnist"), "metrics.json"),
+    output:
+        csv="results/{study}/figures/table1.csv",
+        md="results/{study}/figures/table1.md",
+    log:
+        "results/logs/figures/{study}/table1.log",
+    wildcard_constraints:
+        study=PRELU_WILDCARDS["study"],
+    params:
+        attack_runs=lambda w: attack_runs(w.study, prelu_runs(w.study, "mnist")),
+        runs=lambda w: prelu_runs(w.study, "mnist"),
+        labels=lambda w: prelu_labels(w.study, "mnist"),
+        code=code("prelu_table1"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/prelu_table1.py"

@@ -1,0 +1,20 @@
+"""Rule prelu_alignment_figure: active neurons vs centres and class averages; single-centre fraction vs alpha."""
+
+from _figures import gather_csv, save_outputs
+from _job import Job
+
+from ibrobust.experiments.prelu import label_runs
+from ibrobust.plotting.prelu import neuron_alignment
+
+p = snakemake.params
+with Job(snakemake) as job:
+    df = label_runs(gather_csv(list(snakemake.input), p.runs), p.labels)
+    fig = neuron_alignment(
+        df,
+        p.labels["figure_alpha"],
+        signs=p.labels["signs"],
+        cmap=p.plots["cmap"],
+        spread=p.plots["spread"],
+        style=p.plots["style"],
+    )
+    save_outputs(job, fig, df, snakemake.output, p.plots["dpi"])
