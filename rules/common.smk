@@ -276,6 +276,12 @@ def prelu_labels(study, half):
     return out
 
 
+def prelu_model_modules(study, half):
+    """The model-kind modules of one half's models (what its analysis job can run)."""
+    return sorted({kinds.module_of(kinds.MODELS, config["models"][m]["kind"], "model")
+                   for p in study_parts(study, [half]) for m in p["models"]})
+
+
 def prelu_analysis_params(wildcards):
     syn = STUDIES[wildcards.study]["synthetic"]
     return dict(probes=int(syn["probes"]), active_rel=float(syn["active_rel"]))

@@ -1,6 +1,7 @@
 """Rule prelu_alignment_figure: active neurons vs centres and class averages; single-centre fraction vs alpha."""
 
-from _figures import gather_csv, save_outputs
+import pandas as pd
+from _figures import save_outputs
 from _job import Job
 
 from ibrobust.experiments.prelu import label_runs
@@ -8,7 +9,7 @@ from ibrobust.plotting.prelu import neuron_alignment
 
 p = snakemake.params
 with Job(snakemake) as job:
-    df = label_runs(gather_csv(list(snakemake.input), p.runs), p.labels)
+    df = label_runs(pd.read_csv(snakemake.input[0]), p.labels)
     fig = neuron_alignment(
         df,
         p.labels["figure_alpha"],

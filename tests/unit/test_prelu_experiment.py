@@ -18,6 +18,7 @@ from ibrobust.experiments.prelu import (
     attack_version,
     interpolate,
     label_runs,
+    synthetic_markdown,
     synthetic_means,
     synthetic_summary,
     table1,
@@ -109,6 +110,8 @@ def test_synthetic_summary_and_means():
     assert tab["robust_acc@sqrt(2)/2"][2] == pytest.approx(1.0 - 0.4 * (0.7071068 - 0.4) / 0.4)
     means = synthetic_means(tab)
     assert means.seeds.tolist() == [2, 1] and means["frac_single.mean"].tolist() == [0.0, 1.0]
+    md = synthetic_markdown(means)
+    assert "| critical_radius" in md and "0.300 +- 0.000" in md and "4.0 +- 0.0" in md
     assert math.isnan(interpolate(np.array(RADII), np.ones(4), 1.0))
 
 

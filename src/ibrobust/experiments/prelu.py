@@ -93,11 +93,11 @@ def synthetic_summary(
     alignment fractions and ideal distances.
 
     ``attack`` / ``analysis`` / ``train``: per-run dicts (run keys + the attack summary.json,
-    the analysis prelu.json, the metrics.json); ``labels``: {"alphas": {dataset: alpha},
+    the run's row of the analysis table, the metrics.json); ``labels``: {"alphas": {dataset: alpha},
     "models": {model: entry}, "k": K}.
     """
     keys = ["dataset", "model", "optimizer", "supervision", "seed"]
-    key_of = lambda r: tuple(r[k] for k in keys)  # noqa: E731
+    key_of = lambda r: tuple(str(r[k]) for k in keys)  # noqa: E731
     ana = {key_of(r): r for r in analysis}
     tr = {key_of(r): r for r in train}
     k = int(labels["k"])
@@ -149,6 +149,16 @@ def synthetic_means(table: pd.DataFrame) -> pd.DataFrame:
     agg.columns = [f"{c}.{s}" for c, s in agg.columns]
     agg.insert(0, "seeds", table.groupby(group, sort=True).seed.nunique())
     return agg.reset_index()
+
+
+def synthetic_markdown(means: pd.DataFrame) -> str:
+    """:func:`synthetic_means` as a markdown table with ``mean +- std`` cells."""
+    out = means[["p", "alpha", "optimizer", "supervision", "seeds"]].copy()
+    for c in SUMMARY_COLUMNS:
+        m, sd = means[f"{c}.mean"], means[f"{c}.std"].fillna(0.0)
+        digits = 1 if c == "n_active" else 3
+        out[c] = [f"{a:.{digits}f} +- {b:.{digits}f}" for a, b in zip(m, sd, strict=True)]
+    return out.to_markdown(index=False)
 
 
 # ---- MNIST half: Table 1 ---------------------------------------------------------------------

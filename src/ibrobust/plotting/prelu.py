@@ -39,6 +39,21 @@ def p_colors(ps) -> dict[float, tuple]:
     return out
 
 
+MARKERS = ["o", "s", "^", "D", "v", "P"]
+LINESTYLES = ["-", "--", "-.", ":"]
+
+
+def _series_style(i: int) -> dict:
+    """Marker and line style of the i-th line, so that lines on top of each other (e.g. p = 3
+    and p = 4 both at 1.0) stay distinguishable."""
+    return dict(
+        marker=MARKERS[i % len(MARKERS)],
+        ls=LINESTYLES[i % len(LINESTYLES)],
+        mfc="none" if i % 2 else None,
+        ms=6,
+    )
+
+
 def _panel_key(df: pd.DataFrame) -> list[str]:
     """Panel by model, and by optimizer / supervision when a study has several."""
     return ["p", "model"] + [c for c in ("optimizer", "supervision") if df[c].nunique() > 1]
@@ -143,7 +158,7 @@ def neuron_alignment(
     pcols = _panel_key(first)
     panels = sorted(first.groupby(pcols, sort=False), key=lambda kv: kv[0])
     n = max(len(panels), 1)
-    fig = plt.figure(figsize=(3.3 * n + 0.8, 8.2))
+    fig = plt.figure(figsize=(3.8 * n + 1.0, 8.4))
     grid = fig.add_gridspec(2, n, height_ratios=[1.6, 1.0], hspace=0.45)
     mark = {1.0: "+", -1.0: "-"}
     xlabels = [f"mu{j}{mark.get(float(signs[j]), '') if signs else ''}" for j in range(k)]
@@ -171,20 +186,20 @@ def neuron_alignment(
             ax.tick_params(axis="x", labelsize=6, rotation=90)
         single = float((act.best_kind == "centre").mean()) if len(act) else float("nan")
         ax.set_title(
-            f"{_panel_title(key, pcols)}\n{len(act)} of {len(g)} active "
-            f"({len(shown)} shown); single centre {single:.0%}",
+            f"{_panel_title(key, pcols)}\n{len(act)}/{len(g)} active"
+            + ("" if len(shown) == len(act) else f" ({len(shown)} shown)")
+            + f", {single:.0%} on one centre",
             fontsize=8,
         )
         ax.set_ylabel("active neurons, by best match" if i == 0 else "")
     ax = fig.add_subplot(grid[1, :])
     frac = alignment_fractions(df)
     colors = p_colors(frac.p.unique())
-    for (p, model), g in frac.groupby(["p", "model"], sort=True):
+    for i, ((p, model), g) in enumerate(frac.groupby(["p", "model"], sort=True)):
         alphas = np.array(sorted(g.alpha.unique()))
         stats = np.array([_spread(g[g.alpha == a].frac_single, spread) for a in alphas])
-        ax.plot(
-            alphas, stats[:, 0], marker="o", color=colors[float(p)], label=f"p = {p:g} ({model})"
-        )
+        label = f"p = {p:g} ({model})"
+        ax.plot(alphas, stats[:, 0], color=colors[float(p)], label=label, **_series_style(i))
         ax.fill_between(alphas, stats[:, 1], stats[:, 2], color=colors[float(p)], alpha=0.15)
     ax.axvline(figure_alpha, color="grey", lw=0.8, ls=":")
     ax.set_ylim(-0.03, 1.03)
@@ -214,16 +229,11 @@ def ideal_distances(df: pd.DataFrame, spread: str = "sd", style: str = "whitegri
         (axes[0], "dist_F", "to F(x) = ReLU(<x, mu_+>) - ReLU(<x, mu_->)"),
         (axes[1], "dist_Fp", "to F^(p)(x) = sum_k sign_k ReLU(<x, mu_k>)^p"),
     ):
-        for (p, model), g in df.groupby(["p", "model"], sort=True):
+        for i, ((p, model), g) in enumerate(df.groupby(["p", "model"], sort=True)):
             alphas = np.array(sorted(g.alpha.unique()))
             stats = np.array([_spread(g[g.alpha == a][col], spread) for a in alphas])
-            ax.plot(
-                alphas,
-                stats[:, 0],
-                marker="o",
-                color=colors[float(p)],
-                label=f"p = {p:g} ({model})",
-            )
+            label = f"p = {p:g} ({model})"
+            ax.plot(alphas, stats[:, 0], color=colors[float(p)], label=label, **_series_style(i))
             ax.fill_between(alphas, stats[:, 1], stats[:, 2], color=colors[float(p)], alpha=0.15)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("noise level alpha")
