@@ -198,8 +198,8 @@ def first_seed_decomposed(study):
     return [r for r in decomposed_runs(study) if r["seed"] == seed]
 
 
-def main_runs(study, parts=None):
-    return _runs(trained_runs(study, parts=parts) + reference_runs(study))
+def main_runs(study):
+    return _runs(trained_runs(study) + reference_runs(study))
 
 
 def files(study, runs, tail):
@@ -244,11 +244,9 @@ def prelu_outputs(study, halves):
     return out
 
 
-def prelu_runs(study, half, first_seed=False):
-    """The runs of one half of a prelu study (the first seed only with ``first_seed``)."""
-    parts = study_parts(study, [half])
-    seeds = [parts[0]["seeds"][0]] if first_seed and parts else None
-    return _runs(trained_runs(study, seeds=seeds, parts=[half]))
+def prelu_runs(study, half):
+    """The runs of one half of a prelu study."""
+    return _runs(trained_runs(study, parts=[half]))
 
 
 def dataset_alpha(name):
@@ -330,12 +328,7 @@ PRICE_WILDCARDS = dict(
 )
 FA_WILDCARDS = dict(study=_alternatives(FA_STUDIES) or "^$")
 IMAGE_WILDCARDS = dict(study=_alternatives(IMAGE_STUDIES) or "^$")
-PRELU_WILDCARDS = dict(
-    study=_alternatives(PRELU_STUDIES) or "^$",
-    # the per-run PRELU analysis applies to the synthetic half's datasets
-    dataset=_alternatives({d for s in PRELU_STUDIES for p in study_parts(s, ["synthetic"])
-                           for d in p["datasets"]}) or "^$",
-)
+PRELU_WILDCARDS = dict(study=_alternatives(PRELU_STUDIES) or "^$")
 PRICE_FIGURES = ["gap_vs_n", "gap_difference_robust", "gap_difference_clean", "solution_cosines"]
 
 
@@ -421,7 +414,11 @@ def attack_radii(wildcards):
         d = dataset_config(wildcards.dataset)["d"]
         fractions = STUDIES[wildcards.study]["scaling"]["radius_fractions"]
         return [round(float(f) * d**0.5, 6) for f in fractions]
-    return radius_grids(study_radii(wildcards.study, wildcards.dataset))[wildcards.grid]
+    grids = radius_grids(study_radii(wildcards.study, wildcards.dataset))
+    if wildcards.grid not in grids:
+        raise ValueError(f"runs on {wildcards.dataset} have attack grids {list(grids)}, "
+                         f"not {wildcards.grid!r}")
+    return grids[wildcards.grid]
 
 
 def attack_points(wildcards):

@@ -104,7 +104,17 @@ DIRECT = {
 }
 # modules of other kinds (ibrobust.kinds): loaded on demand, so the tiny Study FA (clusters,
 # two-layer nets, Gram-space GD) does not depend on them and nothing reruns
-OTHER_KINDS = ["data/images.py", "models/image.py", "training/network.py"]
+OTHER_KINDS = [
+    "data/images.py",
+    "models/image.py",
+    "training/network.py",
+    # Study PRELU's model, training path, analysis, glue and figures
+    "models/prelu.py",
+    "training/prelu.py",
+    "analysis/prelu.py",
+    "experiments/prelu.py",
+    "plotting/prelu.py",
+]
 
 
 @pytest.mark.parametrize("module", list(LIBRARY_EDITS))
