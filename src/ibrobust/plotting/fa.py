@@ -173,6 +173,7 @@ def critical_radius_scaling(
         ax.plot(vals, np.full_like(vals, math.sqrt(d)), "k:", lw=1, label="sqrt(d)")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
