@@ -17,6 +17,7 @@ rule attack:
         radii=attack_radii,
         points=attack_points,
         task=attack_task,
+        readout=attack_readout,
         seed=lambda w: int(w.seed),
         code=attack_code,
     threads: config["threads"]

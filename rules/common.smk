@@ -286,6 +286,14 @@ def attack_params(wildcards):
     return out
 
 
+def attack_readout(wildcards):
+    """How the model is read as a binary classifier (the study's choice for multiclass
+    models; the two modes coincide for 2-class models, so their jobs never rerun for it)."""
+    if wildcards.supervision != "multiclass":
+        return "sum"
+    return STUDIES[wildcards.study].get("binary_readout", "sum")
+
+
 def attack_task(wildcards):
     """What counts as correct: the binary task (FA studies; a k-class model is judged by its
     binary readout)."""

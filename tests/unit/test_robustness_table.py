@@ -101,4 +101,4 @@ def test_mean_std_keeps_group_keys_and_flattens():
     a, b = out.iloc[0], out.iloc[1]
     assert (a.setting, a.n, a["r.mean"], a["s.std"]) == ("a", 2, 2.0, 0.0)
     assert a["r.std"] == pytest.approx(2**0.5)
-    assert b["r.mean"] == 5.0 and b["r.std"] == 0.0 and pd.isna(b["s.mean"])
+    assert b["r.mean"] == 5.0 and b["r.std"] == 0.0 and pd.isna(b["s.mean"]) and pd.isna(b["s.std"])
