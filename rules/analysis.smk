@@ -19,6 +19,6 @@ rule analyze:
         mem_mb=4000,
         runtime=20,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/analysis.yaml"
     script:
         "../workflow_scripts/analyze.py"

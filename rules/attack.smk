@@ -23,6 +23,6 @@ rule attack:
         mem_mb=4000,
         runtime=60,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/attack.yaml"
     script:
         "../workflow_scripts/attack.py"

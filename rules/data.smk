@@ -18,6 +18,6 @@ rule cluster_data:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/data.yaml"
     script:
         "../workflow_scripts/cluster_data.py"
