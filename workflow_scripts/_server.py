@@ -167,20 +167,22 @@ class TrackingServer:
         public = advertised_host(s.host)
         log = Path(s.log_file).resolve()
         log.parent.mkdir(parents=True, exist_ok=True)
+        # the store URI (it may hold a password) goes by environment, not on the command line
+        env = {**os.environ, "MLFLOW_BACKEND_STORE_URI": backend}
         cmd = [
             *(sys.executable, "-m", "mlflow", "server"),
-            *("--backend-store-uri", backend),
             *("--artifacts-destination", artifacts),
             *("--host", s.host, "--port", str(port), "--workers", str(s.workers)),
         ]
         if s.host in WILDCARD_HOSTS:  # cluster nodes send Host: <this machine>:<port>
             cmd += ["--allowed-hosts", f"{public},{public}:{port},localhost,127.0.0.1"]
         fh = log.open("w")
-        fh.write(f"# {' '.join(mask_password(c) for c in cmd)}\n")
+        fh.write(f"# MLFLOW_BACKEND_STORE_URI={mask_password(backend)} {' '.join(cmd)}\n")
         fh.flush()
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "--watch", str(os.getpid()), "--", *cmd],
             stdin=subprocess.DEVNULL,
+            env=env,
             stdout=fh,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own group: Ctrl-C of snakemake does not hit it

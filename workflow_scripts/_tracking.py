@@ -218,7 +218,9 @@ class JobRun:
             "ibrobust.config_hash": os.environ.get(ENV_CONFIG_HASH, "unknown"),
         }
         params = {mlflow_key(k): str(v)[:MAX_PARAM_LEN] for k, v in params.items()}
-        self._send({"op": "start", "name": run_name, "tags": tags, "params": params})
+        # the job's own start/end times (the sink may create the run a little later)
+        now = int(time.time() * 1000)
+        self._send({"op": "start", "name": run_name, "tags": tags, "params": params, "t": now})
 
     def _send(self, msg: dict) -> None:
         import json
@@ -251,7 +253,7 @@ class JobRun:
         if not self.enabled:
             return
         self.flush()
-        self._send({"op": "end", "status": status})
+        self._send({"op": "end", "status": status, "t": int(time.time() * 1000)})
         try:
             self._proc.stdin.close()
         except BrokenPipeError:
@@ -282,6 +284,7 @@ def _sink() -> None:
                 os.environ[ENV_EXPERIMENT],
                 run_name=msg["name"],
                 tags=msg["tags"],
+                start_time=msg.get("t"),
             )
             run_id = run.info.run_id
             items = [Param(k, v) for k, v in msg["params"].items()]
@@ -294,7 +297,7 @@ def _sink() -> None:
         elif op == "artifact":
             _retry(client.log_artifact, run_id, msg["path"], artifact_path=msg["folder"])
         elif op == "end":
-            _retry(client.set_terminated, run_id, status=msg["status"])
+            _retry(client.set_terminated, run_id, status=msg["status"], end_time=msg.get("t"))
 
 
 if __name__ == "__main__":
