@@ -132,7 +132,7 @@ def _check_artifacts(dest: str) -> str:
 
 def advertised_host(host: str) -> str:
     """The host name jobs use: the bind address, or this machine's name for 0.0.0.0/::."""
-    return socket.getfqdn() if host in WILDCARD_HOSTS else host
+    return socket.gethostname() if host in WILDCARD_HOSTS else host
 
 
 def _tail(path: Path, n: int = 15) -> str:
@@ -175,7 +175,8 @@ class TrackingServer:
             *("--host", s.host, "--port", str(port), "--workers", str(s.workers)),
         ]
         if s.host in WILDCARD_HOSTS:  # cluster nodes send Host: <this machine>:<port>
-            cmd += ["--allowed-hosts", f"{public},{public}:{port},localhost,127.0.0.1"]
+            names = dict.fromkeys([public, socket.getfqdn(), "localhost", "127.0.0.1"])
+            cmd += ["--allowed-hosts", ",".join(f"{n},{n}:{port}" for n in names)]
         fh = log.open("w")
         fh.write(f"# MLFLOW_BACKEND_STORE_URI={mask_password(backend)} {' '.join(cmd)}\n")
         fh.flush()

@@ -47,6 +47,14 @@ def artifacts_dir(name: str) -> Path:
     return out
 
 
+def record(line: str) -> None:
+    """Print a measurement and append it to <artifacts>/measurements.txt (CI shows it)."""
+    print(line)
+    path = artifacts_dir(".") / "measurements.txt"
+    with path.open("a") as fh:
+        fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}\n")
+
+
 # ---- SLURM ---------------------------------------------------------------------------
 def _sinfo_states() -> str:
     try:

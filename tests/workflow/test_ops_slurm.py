@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from ops_helpers import _server, require_slurm, server_uri_from_output, slurm_job_ids
+from ops_helpers import _server, record, require_slurm, server_uri_from_output, slurm_job_ids
 from smk_helpers import EXPECTED_JOBS, REPO, TINY, finished_rules, snakemake, write_yaml
 
 pytestmark = pytest.mark.workflow
@@ -119,7 +119,7 @@ def test_tiny_config_through_the_slurm_profile(tiny_run, tmp_path):
     assert not differ, differ
 
     per_job = (run.seconds - tiny_run.run.seconds) / jobs
-    print(
-        f"SLURM: {jobs} jobs in {run.seconds:.1f} s (incl. starting the tracking server) vs "
-        f"local --cores 2: {tiny_run.run.seconds:.1f} s -> {per_job:+.1f} s per job"
+    record(
+        f"SLURM tiny run: {jobs} jobs in {run.seconds:.1f} s (incl. starting the tracking "
+        f"server) vs local --cores 2: {tiny_run.run.seconds:.1f} s -> {per_job:+.1f} s per job"
     )

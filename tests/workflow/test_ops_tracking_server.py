@@ -16,6 +16,7 @@ from ops_helpers import (
     _server,
     free_port,
     postgres_server,
+    record,
     server_uri_from_output,
     wait_until,
 )
@@ -113,7 +114,7 @@ def test_eight_parallel_jobs_log_every_run_once(store, tmp_path):
                 assert "secret" not in server_log + run.output
         store_uri = pg_uri or f"sqlite:///{work / 'results/mlflow/mlflow.db'}"
         counts = _check_store(store_uri, run, work / "results")
-    print(f"{store}: {counts} in {run.seconds:.1f} s (--cores 8)")
+    record(f"8 parallel jobs, {store}: {counts} in {run.seconds:.1f} s (--cores 8)")
 
 
 def test_server_port_in_use_names_the_key(tmp_path):
