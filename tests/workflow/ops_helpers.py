@@ -199,6 +199,26 @@ def tracking_server(store_uri: str, artifacts: Path, log: Path) -> Iterator[str]
         server.stop()
 
 
+def max_running_jobs(output: str) -> int:
+    """Most jobs running at once, from Snakemake's log: a job starts at its ``rule NAME:``
+    block (``jobid: N``) and ends at ``Finished jobid: N``."""
+    running: set[str] = set()
+    best, in_block = 0, False
+    for line in output.splitlines():
+        if re.match(r"^(local)?rule \w+:\s*$", line):
+            in_block = True
+            continue
+        m = re.match(r"^\s+jobid: (\d+)$", line)
+        if m and in_block:
+            running.add(m.group(1))
+            best, in_block = max(best, len(running)), False
+            continue
+        m = re.search(r"Finished jobid: (\d+)", line)
+        if m:
+            running.discard(m.group(1))
+    return best
+
+
 def server_uri_from_output(output: str) -> str:
     m = re.search(r"MLflow tracking server for this run: (http://\S+)", output)
     assert m, "the run did not report starting a tracking server\n" + output[-3000:]

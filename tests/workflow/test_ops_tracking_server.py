@@ -15,6 +15,7 @@ import pytest
 from ops_helpers import (
     _server,
     free_port,
+    max_running_jobs,
     postgres_server,
     record,
     server_uri_from_output,
@@ -59,6 +60,8 @@ def _check_store(store_uri: str, run, results: Path) -> dict:
 
     ran = finished_rules(run)
     assert ran == Counter(cluster_data=8, train=8), run.describe()
+    parallel = max_running_jobs(run.stderr)
+    assert parallel == 8, f"at most {parallel} jobs ran at once"
     client = MlflowClient(tracking_uri=store_uri)
     exp = client.get_experiment_by_name("ibrobust")
     runs = client.search_runs([exp.experiment_id], max_results=1000)
@@ -85,7 +88,13 @@ def _check_store(store_uri: str, run, results: Path) -> dict:
             assert bad not in text, f"{bad!r} in {log}:\n{text[-3000:]}"
     train = [r for r in children if r.data.tags["ibrobust.rule"] == "train"]
     overlap = _max_overlap([(r.info.start_time, r.info.end_time) for r in train])
-    return {"runs": len(children), "parent": 1, "max_parallel_train_runs": overlap}
+    return {
+        "jobs_run": sum(ran.values()),
+        "runs_logged": len(children),
+        "parent_runs": 1,
+        "jobs_at_once": parallel,
+        "train_bodies_overlapping": overlap,
+    }
 
 
 @pytest.mark.parametrize("store", ["sqlite-direct", "sqlite-server", "postgresql-server"])
