@@ -10,10 +10,11 @@ p = snakemake.params
 with Job(snakemake) as job:
     data = dataset_from_arrays(load_npz(snakemake.input.data), snakemake.input.data)
 
+    budget = p.optimizer.get("max_steps", p.optimizer.get("epochs", 0))  # steps or epochs
+
     def on_log(rec):
         step = rec.get("step", rec.get("epoch"))
-        job.metrics({"train.loss": rec["loss"], "train.acc": rec["acc"]}, step=step)
-        job.progress(step, **{k: v for k, v in rec.items() if k in ("loss", "acc")})
+        job.progress(step, budget, **{"train.loss": rec["loss"], "train.acc": rec["acc"]})
 
     res = fit(p.model, p.optimizer, data, p.supervision, p.seed, on_log=on_log, device=p.device)
     if not res.metrics.get("train.converged", 1.0) and p.optimizer.get("stop_loss") is not None:
