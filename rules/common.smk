@@ -7,13 +7,17 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from ibrobust import kinds
-from ibrobust.config import ConfigError, load_schema, validate_config
-from ibrobust.provenance import code_hash, config_hash
-
 SCRIPTS = Path(workflow.basedir) / "workflow_scripts"
 sys.path.insert(0, str(SCRIPTS))
+from _libpath import use_checkout_library  # noqa: E402
+
+# this checkout's src/ first for the Snakefile and, through PYTHONPATH, for every job
+use_checkout_library(workflow.basedir)
+
 import _tracking  # noqa: E402  (workflow_scripts/_tracking.py: the only MLflow code)
+from ibrobust import kinds  # noqa: E402
+from ibrobust.config import ConfigError, load_schema, validate_config  # noqa: E402
+from ibrobust.provenance import code_hash, config_hash  # noqa: E402
 
 # ---- validate before anything is scheduled ------------------------------------------
 try:
