@@ -26,8 +26,11 @@ def test_no_log_of_the_tiny_run_has_carriage_returns(tiny_run):
     bad = [str(p) for p in logs if b"\r" in p.read_bytes()]
     assert not bad, bad
     train_logs = list(tiny_run.results.joinpath("logs", "train").rglob("*.log"))
-    steps = [line for p in train_logs for line in p.read_text().splitlines() if " step " in line]
-    assert len(steps) >= 3  # training writes a line per log_every steps
+    lines = [
+        line for p in train_logs for line in p.read_text().splitlines() if " progress " in line
+    ]
+    # every trained model writes its first and its last step (Job.progress), at least
+    assert len(lines) >= 2 * 6 and all("%)" in line for line in lines), lines[:4]
 
 
 def _fake_job(tmp_path, monkeypatch):
@@ -64,9 +67,7 @@ def test_progress_writes_one_line_per_interval(tmp_path, monkeypatch):
 def test_run_name_puts_the_study_first():
     wc = {"study": "fa", "dataset": "tiny@k=2", "model": "m", "seed": "0", "grid": "main"}
     assert _job.run_name("attack", wc) == "fa/attack/tiny@k=2/m/seed0/main"
-    assert _job.run_name("dataset", {"dataset": "d", "seed": "1"}) == (
-        "shared/dataset/d/seed1"
-    )
+    assert _job.run_name("dataset", {"dataset": "d", "seed": "1"}) == ("shared/dataset/d/seed1")
     assert _job.run_name("price_train", {"study": "p", "dataset": "r", "n": "16"}) == (
         "p/price_train/r/n16"
     )

@@ -190,7 +190,7 @@ def test_server_stopped_when_the_run_fails_or_is_interrupted(how, tmp_path):
     log = work / "results/logs/train/fa/tiny_clusters/two_layer_m2/gd_tiny/binary/seed0.log"
     try:
         wait_until(
-            lambda: (log.is_file() and " step " in log.read_text()) or proc.poll() is not None,
+            lambda: (log.is_file() and "progress " in log.read_text()) or proc.poll() is not None,
             300,
             "the train job's first logged step",
         )
