@@ -8,6 +8,9 @@ min_version("9.0")
 configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/train.smk"

@@ -20,20 +20,12 @@ import time
 
 import torch
 import torch.nn.functional as F
+from _machine import matmul_peak
 
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.models.readout import readout_for
 from ibrobust.models.two_layer import TwoLayerConfig, init_two_layer
 from ibrobust.training.full_batch import GDConfig, train_gd
-
-
-def matmul_peak(reps: int = 5) -> float:
-    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-    a @ b
-    t = time.perf_counter()
-    for _ in range(reps):
-        a @ b
-    return reps * 2 * 2048**3 / (time.perf_counter() - t) / 1e9
 
 
 def plain_loop(x, y, fine, w0, b0, sup, steps, lr=0.5):

@@ -37,6 +37,7 @@ import time
 from functools import partial
 
 import torch
+from _machine import matmul_peak
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -45,15 +46,6 @@ from ibrobust.models.prelu import PreluConfig, build_prelu, init_prelu, prelu_re
 from ibrobust.training.prelu import PreluTrainConfig, train_prelu, train_prelu_sweep
 
 K, K_POS, LR, BATCH, STD, ALPHA = 10, 6, 0.2, 100, 1e-7, 0.1
-
-
-def matmul_peak(reps: int = 5) -> float:
-    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-    a @ b
-    t = time.perf_counter()
-    for _ in range(reps):
-        a @ b
-    return reps * 2 * 2048**3 / (time.perf_counter() - t) / 1e9
 
 
 def synthetic(d: int, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

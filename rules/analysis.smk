@@ -19,7 +19,7 @@ rule analyze:
         mem_mb=4000,
         runtime=20,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/analysis.yaml"
     script:
         "../workflow_scripts/analyze.py"
 
@@ -41,6 +41,6 @@ rule decompose:
         mem_mb=4000,
         runtime=20,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/analysis.yaml"
     script:
         "../workflow_scripts/decompose.py"

@@ -17,6 +17,7 @@ rule attack:
         radii=attack_radii,
         points=attack_points,
         task=attack_task,
+        readout=attack_readout,
         seed=lambda w: int(w.seed),
         code=attack_code,
     threads: config["threads"]
@@ -24,6 +25,6 @@ rule attack:
         mem_mb=4000,
         runtime=60,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/attack.yaml"
     script:
         "../workflow_scripts/attack.py"

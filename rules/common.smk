@@ -7,8 +7,16 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from ibrobust import kinds
-from ibrobust.config import (
+SCRIPTS = Path(workflow.basedir) / "workflow_scripts"
+sys.path.insert(0, str(SCRIPTS))
+from _libpath import use_checkout_library  # noqa: E402
+
+# this checkout's src/ first for the Snakefile and, through PYTHONPATH, for every job
+use_checkout_library(workflow.basedir)
+
+import _tracking  # noqa: E402  (workflow_scripts/_tracking.py: the only MLflow code)
+from ibrobust import kinds  # noqa: E402
+from ibrobust.config import (  # noqa: E402
     ConfigError,
     attack_applies,
     derived_datasets,
@@ -19,11 +27,7 @@ from ibrobust.config import (
     sweep_dataset,
     validate_config,
 )
-from ibrobust.provenance import code_hash, config_hash
-
-SCRIPTS = Path(workflow.basedir) / "workflow_scripts"
-sys.path.insert(0, str(SCRIPTS))
-import _tracking  # noqa: E402  (workflow_scripts/_tracking.py: the only MLflow code)
+from ibrobust.provenance import code_hash, config_hash  # noqa: E402
 
 # ---- validate before anything is scheduled ------------------------------------------
 try:
@@ -378,6 +382,14 @@ def optimizer_params(wildcards):
     if wildcards.optimizer == REFERENCE_OPTIMIZER:
         return {"kind": REFERENCE_OPTIMIZER}
     return config["optimizers"][wildcards.optimizer]
+
+
+def attack_readout(wildcards):
+    """How the model is read as a binary classifier (the study's choice for multiclass
+    models; the two modes coincide for 2-class models, so their jobs never rerun for it)."""
+    if wildcards.supervision != "multiclass":
+        return "sum"
+    return STUDIES[wildcards.study].get("binary_readout", "sum")
 
 
 def attack_task(wildcards):

@@ -20,6 +20,6 @@ rule dataset:
         mem_mb=4000,
         runtime=30,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/data.yaml"
     script:
         "../workflow_scripts/dataset.py"

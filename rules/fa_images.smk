@@ -7,7 +7,7 @@ rule images_robust_figure:
     input:
         lambda w: files(w.study, main_runs(w.study), "attack/main/robust_accuracy.csv"),
     output:
-        png="results/{study}/figures/robust_accuracy_vs_radius.png",
+        png=report("results/{study}/figures/robust_accuracy_vs_radius.png", caption="../report/feature_averaging_images/robust_accuracy_vs_radius.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
         csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
     log:
@@ -23,7 +23,7 @@ rule images_robust_figure:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/images_robust_figure.py"
 
@@ -49,6 +49,6 @@ rule images_summary_table:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/images_summary_table.py"

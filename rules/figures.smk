@@ -7,7 +7,7 @@ rule cosine_figure:
     input:
         lambda w: files(w.study, first_seed_runs(w.study), "analysis/cosine.csv"),
     output:
-        png="results/{study}/figures/cosine_heatmaps.png",
+        png=report("results/{study}/figures/cosine_heatmaps.png", caption="../report/feature_averaging/cosine_heatmaps.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/cosine_heatmaps.pdf",
         csv="results/{study}/figures/cosine_heatmaps.csv",
     log:
@@ -16,8 +16,12 @@ rule cosine_figure:
         runs=lambda w: first_seed_runs(w.study),
         plots=plot_params,
         code=code("cosine_figure"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/cosine_figure.py"
 
@@ -26,7 +30,7 @@ rule fa_lambda_figure:
     input:
         lambda w: files(w.study, first_seed_decomposed(w.study), "analysis/lambdas.csv"),
     output:
-        png="results/{study}/figures/lambda_trajectories.png",
+        png=report("results/{study}/figures/lambda_trajectories.png", caption="../report/feature_averaging/lambda_trajectories.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/lambda_trajectories.pdf",
         csv="results/{study}/figures/lambda_trajectories.csv",
     log:
@@ -37,8 +41,12 @@ rule fa_lambda_figure:
         runs=lambda w: first_seed_decomposed(w.study),
         plots=plot_params,
         code=code("fa_lambda_figure"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/fa_lambda_figure.py"
 
@@ -47,7 +55,7 @@ rule fa_robust_figure:
     input:
         lambda w: files(w.study, main_runs(w.study), "attack/main/robust_accuracy.csv"),
     output:
-        png="results/{study}/figures/robust_accuracy_vs_radius.png",
+        png=report("results/{study}/figures/robust_accuracy_vs_radius.png", caption="../report/feature_averaging/robust_accuracy_vs_radius.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
         csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
     log:
@@ -59,8 +67,12 @@ rule fa_robust_figure:
         datasets=lambda w: {ds: dataset_config(ds) for ds in STUDIES[w.study]["datasets"]},
         plots=plot_params,
         code=code("fa_robust_figure"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/fa_robust_figure.py"
 
@@ -69,7 +81,7 @@ rule fa_scaling_figure:
     input:
         lambda w: files(w.study, _runs(scaling_runs(w.study)), "attack/scaling/robust_accuracy.csv"),
     output:
-        png="results/{study}/figures/critical_radius_scaling.png",
+        png=report("results/{study}/figures/critical_radius_scaling.png", caption="../report/feature_averaging/critical_radius_scaling.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/critical_radius_scaling.pdf",
         csv="results/{study}/figures/critical_radius_scaling.csv",
     log:
@@ -82,8 +94,12 @@ rule fa_scaling_figure:
         key=lambda w: STUDIES[w.study]["scaling"]["key"],
         plots=plot_params,
         code=code("fa_scaling_figure"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/fa_scaling_figure.py"
 
@@ -105,7 +121,11 @@ rule fa_summary_table:
         analysis_runs=lambda w: _runs(trained_runs(w.study)),
         decomposed_runs=lambda w: decomposed_runs(w.study),
         code=code("fa_summary_table"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/fa_summary_table.py"

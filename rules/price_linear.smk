@@ -25,7 +25,7 @@ rule price_test_data:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/data.yaml"
     script:
         "../workflow_scripts/price_test_data.py"
 
@@ -53,7 +53,7 @@ rule price_train_data:
         mem_mb=2000,
         runtime=20,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/data.yaml"
     script:
         "../workflow_scripts/price_train_data.py"
 
@@ -84,7 +84,7 @@ rule price_train:
         mem_mb=3000,
         runtime=60,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/train.yaml"
     script:
         "../workflow_scripts/price_train.py"
 
@@ -93,7 +93,7 @@ rule price_gap_figure:
     input:
         lambda w: price_files(w.study, "metrics.csv"),
     output:
-        png="results/{study}/figures/gap_vs_n.png",
+        png=report("results/{study}/figures/gap_vs_n.png", caption="../report/price_linear/gap_vs_n.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/gap_vs_n.pdf",
         csv="results/{study}/figures/gap_vs_n.csv",
     log:
@@ -110,7 +110,7 @@ rule price_gap_figure:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/price_gap_figure.py"
 
@@ -119,7 +119,7 @@ rule price_gap_difference_figure:
     input:
         lambda w: price_files(w.study, "metrics.csv"),
     output:
-        png="results/{study}/figures/gap_difference_{gap}.png",
+        png=report("results/{study}/figures/gap_difference_{gap}.png", caption="../report/price_linear/gap_difference.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/gap_difference_{gap}.pdf",
         csv="results/{study}/figures/gap_difference_{gap}.csv",
     log:
@@ -138,7 +138,7 @@ rule price_gap_difference_figure:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/price_gap_difference_figure.py"
 
@@ -147,7 +147,7 @@ rule price_cosine_figure:
     input:
         lambda w: price_files(w.study, "weights.npz"),
     output:
-        png="results/{study}/figures/solution_cosines.png",
+        png=report("results/{study}/figures/solution_cosines.png", caption="../report/price_linear/solution_cosines.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/solution_cosines.pdf",
         csv="results/{study}/figures/solution_cosines.csv",
     log:
@@ -164,7 +164,7 @@ rule price_cosine_figure:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/price_cosine_figure.py"
 
@@ -189,6 +189,6 @@ rule price_summary_table:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/price_summary_table.py"

@@ -2,14 +2,21 @@
 
 with Job(snakemake) as job:
     job.log.info("...")                 # one readable line per event in the rule's log
-    job.progress(step, loss=v)          # a progress line, at most one per 10 s
     job.metrics({"train.loss": v}, step=t)
+    job.progress(t, total, loss=v)      # long loops: <= one line per interval + MLflow
     job.artifact(path, "figures")
+
+Runs are named study first (``fa/train/tiny_clusters/two_layer_m2/gd_tiny/binary/seed0``;
+jobs of no study, like datasets, ``shared/dataset/...``), so sorting or searching
+the MLflow UI by name lists one study's runs together. A job running under SLURM
+records its job id (log line and tag ``slurm.job_id``) and node.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import sys
 import time
 from typing import Any
@@ -40,51 +47,78 @@ class Job:
         handler.setFormatter(fmt)
         self.log.addHandler(handler)
         self._t0 = time.monotonic()
-        self.progress_seconds = 10.0
-        self._last_progress = -float("inf")
 
     def __enter__(self) -> Job:
         params = {k: v for k, v in dict(self.smk.params.items()).items() if k != "code"}
         wc = self.wildcards
-        name = "/".join(
-            [self.rule]
-            + [
-                str(wc[k])
-                for k in ("study", "dataset", "model", "optimizer", "supervision")
-                if k in wc
-            ]
-            + ([f"seed{wc['seed']}"] if "seed" in wc else [])
-            + ([wc["grid"]] if "grid" in wc else [])
-        )
+        name = run_name(self.rule, wc)
         tags = {
             "ibrobust.rule": self.rule,
             "ibrobust.kind": "job",
             "ibrobust.code_hash": str(self.smk.params.get("code", "")),
+            "ibrobust.host": socket.gethostname(),
             **{f"wildcard.{k}": str(v) for k, v in wc.items()},
         }
         if "study" in wc:
             tags["ibrobust.study"] = wc["study"]
+        slurm = slurm_job()
+        tags.update({f"slurm.{k}": v for k, v in slurm.items()})
         self.run = JobRun(
             name, tags, flatten(params), log_file=self.smk.log[0] if self.smk.log else None
         )
+        where = " ".join(f"slurm_{k}={v}" for k, v in slurm.items())
         self.log.info(
-            "start %s threads=%d mlflow=%s",
+            "start %s threads=%d mlflow=%s host=%s%s",
             name,
             torch.get_num_threads(),
             "on" if self.run.enabled else "off",
+            socket.gethostname(),
+            f" {where}" if where else "",
         )
         return self
 
-    def progress(self, step: int, force: bool = False, **values: float) -> None:
-        """One readable log line, at most every ``progress_seconds`` (always when ``force``)."""
-        now = time.monotonic()
-        if force or now - self._last_progress >= self.progress_seconds:
-            self._last_progress = now
-            shown = "  ".join(f"{k} {v:.4g}" for k, v in values.items())
-            self.log.info("step %d  %s  (%.0f s)", step, shown, now - self._t0)
-
     def metrics(self, values: dict[str, float], step: int = 0) -> None:
         self.run.metrics(values, step)
+
+    def progress(
+        self, step: int, total: int, every: float = 30.0, log_metrics: bool = True, **values: float
+    ) -> bool:
+        """Report a long loop's progress: at most one log line per ``every`` seconds.
+
+        Writes ``progress 1200/20000 (6.0%) loss=1.234e-03 acc=0.98 | 12 s, ~190 s left``
+        for the first step, then whenever ``every`` seconds have passed, and for the last
+        step (``step >= total``) - one readable line each, never a carriage-return bar.
+        ``values`` go to MLflow at ``step`` every call (buffered; the run flushes at least
+        every few seconds while metrics arrive, so curves grow in the UI during training).
+        Returns whether a line was written.
+        """
+        if log_metrics and values:
+            self.metrics(values, step=step)
+        now = time.monotonic()
+        last = getattr(self, "_progress_at", None)
+        if last is not None and now - last < every and step < total:
+            return False
+        self._progress_at = now
+        start = getattr(self, "_progress_t0", None)
+        if start is None:
+            start = self._progress_t0 = (now, step)
+        elapsed = now - start[0]
+        done = step - start[1]
+        eta = (
+            f", ~{elapsed / done * (total - step):.0f} s left" if 0 < done and step < total else ""
+        )
+        shown = " ".join(f"{k}={_fmt(v)}" for k, v in values.items())
+        pct = 100.0 * step / total if total else 100.0
+        self.log.info(
+            "progress %d/%d (%.1f%%)%s | %.0f s%s",
+            step,
+            total,
+            pct,
+            f" {shown}" if shown else "",
+            elapsed,
+            eta,
+        )
+        return True
 
     def artifact(self, path, folder: str | None = None) -> None:
         self.run.artifact(path, folder)
@@ -101,3 +135,31 @@ class Job:
         finally:
             for h in self.log.handlers:
                 h.flush()
+
+
+def _fmt(v: float) -> str:
+    v = float(v)
+    return f"{v:.4g}" if 1e-3 <= abs(v) < 1e4 or v == 0 else f"{v:.3e}"
+
+
+def run_name(rule: str, wildcards: dict[str, Any]) -> str:
+    """``<study>/<rule>/<wildcard values>``; numeric values keep their key (seed0, n16)."""
+    parts = [str(wildcards.get("study", "shared")), rule]
+    for k, v in wildcards.items():
+        if k == "study":
+            continue
+        v = str(v)
+        parts.append(f"{k}{v}" if v.isdigit() else v)
+    return "/".join(parts)
+
+
+def slurm_job() -> dict[str, str]:
+    """SLURM job id and node of this process ({} outside SLURM)."""
+    env = os.environ
+    out = {}
+    if env.get("SLURM_JOB_ID"):
+        out["job_id"] = env["SLURM_JOB_ID"]
+        node = env.get("SLURMD_NODENAME") or env.get("SLURM_NODELIST")
+        if node:
+            out["node"] = node
+    return out

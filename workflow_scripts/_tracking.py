@@ -3,10 +3,14 @@
 Snakemake owns the pipeline; MLflow only receives data (no rule reads it back).
 
 * ``start_workflow`` (Snakefile ``onstart``) resolves the tracking URI (the
-  MLFLOW_TRACKING_URI environment variable wins over the config), creates the store and
-  experiment once - before any job starts, so parallel jobs never race to create a
-  fresh SQLite store - opens the parent run and exports what jobs need through
-  IBROBUST_* environment variables (inherited by local and SLURM jobs alike).
+  MLFLOW_TRACKING_URI environment variable wins over the config; with
+  ``mlflow.server.start`` it starts a tracking server for the run, see ``_server``),
+  creates the store and experiment once - before any job starts, so parallel jobs never
+  race to create a fresh SQLite store - opens the parent run and exports what jobs need
+  through IBROBUST_* environment variables (inherited by local and SLURM jobs alike:
+  the SLURM executor submits with ``--export=ALL``).
+* ``end_workflow`` (``onsuccess``/``onerror``) closes the parent run and stops the
+  server, if the run started one.
 * :class:`JobRun` is one job's child run: flat dotted params, metrics with explicit
   steps (buffered and flushed in batches), artifacts in named folders, and tags for
   the rule, the wildcards, the git commit and the config hash.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -67,6 +72,27 @@ def _retry(fn, *args, tries: int = 8, **kwargs):
             time.sleep(0.2 * 2**i)
 
 
+def server_settings(ml: dict, log_file: str):
+    """``_server.ServerSettings`` from the config's ``mlflow`` block ("" = the local store)."""
+    from _server import ServerSettings
+
+    srv = ml["server"]
+    return ServerSettings(
+        host=srv["host"],
+        port=int(srv["port"]),
+        backend_store_uri=srv["backend_store_uri"] or ml["tracking_uri"],
+        artifacts_destination=srv["artifacts_destination"] or ml["artifact_root"],
+        workers=int(srv["workers"]),
+        startup_timeout=float(srv["startup_timeout"]),
+        log_file=log_file,
+    )
+
+
+def workflow_run_name(studies: list[str]) -> str:
+    """``workflow fa+price_linear 2026-01-31 12:00:00``: which studies, and when."""
+    return f"workflow {'+'.join(studies) or '-'} {time.strftime('%Y-%m-%d %H:%M:%S')}"
+
+
 def start_workflow(config: dict, config_hash: str, basedir: str) -> None:
     from ibrobust.provenance import git_commit
 
@@ -78,26 +104,51 @@ def start_workflow(config: dict, config_hash: str, basedir: str) -> None:
         return
     from mlflow.tracking import MlflowClient
 
-    uri = resolve_tracking_uri(ml["tracking_uri"])
+    server = None
+    if ml["server"]["start"] and not os.environ.get("MLFLOW_TRACKING_URI"):
+        import _server
+
+        settings = server_settings(ml, "results/logs/mlflow_server.log")
+        uri = _server.start(settings)
+        server = settings
+        print(
+            f"MLflow tracking server for this run: {uri} (store "
+            f"{_server.mask_password(_server.absolute_store_uri(settings.backend_store_uri))}, "
+            f"artifacts {settings.artifacts_destination}; log {settings.log_file})",
+            flush=True,
+        )
+    else:
+        uri = resolve_tracking_uri(ml["tracking_uri"])
     client = MlflowClient(tracking_uri=uri)  # creating the client creates/migrates the store
-    exp = client.get_experiment_by_name(ml["experiment"])
+    # Behind a server the server decides where artifacts go (proxied uploads): no location.
+    location = None if uri.startswith(("http:", "https:")) else ml["artifact_root"]
+    exp = _retry(client.get_experiment_by_name, ml["experiment"])
+    if exp and location and exp.artifact_location.startswith("mlflow-artifacts:"):
+        raise ValueError(
+            f"config key mlflow.experiment: experiment {ml['experiment']!r} in {uri} keeps its "
+            f"artifacts behind a tracking server ({exp.artifact_location}); run with "
+            "mlflow.server.start: true (or MLFLOW_TRACKING_URI=http://...) or use another "
+            "experiment name"
+        )
     exp_id = (
         exp.experiment_id
         if exp
-        else client.create_experiment(
-            ml["experiment"], artifact_location=_artifact_location(ml["artifact_root"])
+        else _retry(
+            client.create_experiment,
+            ml["experiment"],
+            artifact_location=_artifact_location(location) if location else None,
         )
     )
-    run = client.create_run(
-        exp_id,
-        run_name=f"workflow {time.strftime('%Y-%m-%d %H:%M:%S')}",
-        tags={
-            "ibrobust.kind": "workflow",
-            "ibrobust.config_hash": config_hash,
-            "mlflow.source.git.commit": os.environ[ENV_COMMIT],
-            "ibrobust.studies": ",".join(s for s, st in config["studies"].items() if st["enabled"]),
-        },
-    )
+    studies = [s for s, st in config["studies"].items() if st["enabled"]]
+    tags = {
+        "ibrobust.kind": "workflow",
+        "ibrobust.config_hash": config_hash,
+        "mlflow.source.git.commit": os.environ[ENV_COMMIT],
+        "ibrobust.studies": ",".join(studies),
+    }
+    if server is not None:
+        tags["ibrobust.tracking_server"] = uri
+    run = _retry(client.create_run, exp_id, run_name=workflow_run_name(studies), tags=tags)
     from ibrobust.provenance import flatten
 
     params = {mlflow_key(k): str(v)[:MAX_PARAM_LEN] for k, v in flatten(config).items()}
@@ -114,12 +165,16 @@ def start_workflow(config: dict, config_hash: str, basedir: str) -> None:
 
 
 def end_workflow(status: str) -> None:
-    if os.environ.get(ENV_ENABLED) != "1" or not os.environ.get(ENV_PARENT):
-        return
-    from mlflow.tracking import MlflowClient
+    """Close the parent run, then stop the run's tracking server (if it started one)."""
+    try:
+        if os.environ.get(ENV_ENABLED) == "1" and os.environ.get(ENV_PARENT):
+            from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=os.environ[ENV_URI])
-    _retry(client.set_terminated, os.environ[ENV_PARENT], status=status)
+            client = MlflowClient(tracking_uri=os.environ[ENV_URI])
+            _retry(client.set_terminated, os.environ[ENV_PARENT], status=status)
+    finally:
+        if "_server" in sys.modules:
+            sys.modules["_server"].stop()
 
 
 class JobRun:
@@ -163,7 +218,9 @@ class JobRun:
             "ibrobust.config_hash": os.environ.get(ENV_CONFIG_HASH, "unknown"),
         }
         params = {mlflow_key(k): str(v)[:MAX_PARAM_LEN] for k, v in params.items()}
-        self._send({"op": "start", "name": run_name, "tags": tags, "params": params})
+        # the job's own start/end times (the sink may create the run a little later)
+        now = int(time.time() * 1000)
+        self._send({"op": "start", "name": run_name, "tags": tags, "params": params, "t": now})
 
     def _send(self, msg: dict) -> None:
         import json
@@ -196,7 +253,7 @@ class JobRun:
         if not self.enabled:
             return
         self.flush()
-        self._send({"op": "end", "status": status})
+        self._send({"op": "end", "status": status, "t": int(time.time() * 1000)})
         try:
             self._proc.stdin.close()
         except BrokenPipeError:
@@ -227,6 +284,7 @@ def _sink() -> None:
                 os.environ[ENV_EXPERIMENT],
                 run_name=msg["name"],
                 tags=msg["tags"],
+                start_time=msg.get("t"),
             )
             run_id = run.info.run_id
             items = [Param(k, v) for k, v in msg["params"].items()]
@@ -239,7 +297,7 @@ def _sink() -> None:
         elif op == "artifact":
             _retry(client.log_artifact, run_id, msg["path"], artifact_path=msg["folder"])
         elif op == "end":
-            _retry(client.set_terminated, run_id, status=msg["status"])
+            _retry(client.set_terminated, run_id, status=msg["status"], end_time=msg.get("t"))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from ibrobust.attacks.suite import AttackContext, describe_attack, evaluate_atta
 from ibrobust.attacks.tasks import correct_in_batches
 from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.io import load_npz, load_torch, save_csv, save_json
+from ibrobust.models.readout import set_readout_mode
 from ibrobust.models.registry import load_model
 from ibrobust.models.robust_reference import analytic_radius
 from ibrobust.seeding import torch_generator
@@ -15,7 +16,7 @@ p = snakemake.params
 with Job(snakemake) as job:
     data = dataset_from_arrays(load_npz(snakemake.input.data), snakemake.input.data)
     state = load_torch(snakemake.input.model)
-    net = load_model(state)
+    net = set_readout_mode(load_model(state), p.readout)
     for prm in net.parameters():
         prm.requires_grad_(False)
     test = data.test.head(p.points)
@@ -50,7 +51,7 @@ with Job(snakemake) as job:
         for i, acc in enumerate(g.robust_acc):
             job.metrics({f"robust_acc.{name}": acc}, step=i)
         job.metrics({f"critical_radius.{name}": summary["critical_radius"][name]})
-    summary["task"] = p.task
+    summary["task"], summary["readout"] = p.task, p.readout
     # what ran: e.g. the AutoAttack version, iterations and restarts behind each number
     summary["settings"] = {name: describe_attack(spec) for name, spec in p.attacks.items()}
     summary["clean_acc"] = float(

@@ -4,6 +4,7 @@ import pandas as pd
 from _figures import gather_json
 from _job import Job
 
+from ibrobust.experiments.tables import mean_std
 from ibrobust.io import atomic_path, save_csv
 
 p = snakemake.params
@@ -38,13 +39,13 @@ with Job(snakemake) as job:
     num = [
         c for c in table.columns if c.startswith(("critical", "clean", "fa_", "residual", "cosine"))
     ]
-    agg = table.groupby(["dataset", "model", "optimizer", "setting"], sort=False)[num].agg(
-        ["mean", "std"]
-    )
+    agg = mean_std(table, ["dataset", "model", "optimizer", "setting"], num)
     save_csv(snakemake.output.csv, table)
     with atomic_path(snakemake.output.md) as tmp:
         tmp.write_text(
-            "# Summary (mean and std over seeds)\n\n" + agg.round(3).to_markdown(index=False) + "\n"
+            "# Summary (mean and std over seeds; n = seeds)\n\n"
+            + agg.round(3).to_markdown(index=False)
+            + "\n"
         )
     job.log.info("summary:\n%s", agg.round(3).to_string(index=False))
     for f in (snakemake.output.csv, snakemake.output.md):

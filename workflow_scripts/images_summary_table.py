@@ -15,10 +15,10 @@ with Job(snakemake) as job:
     save_csv(snakemake.output.csv, table)
     with atomic_path(snakemake.output.md) as tmp:
         tmp.write_text(
-            "# Summary: clean and robust accuracy (binary task), mean and std over seeds\n\n"
-            "paper_resnet18 = Li et al. ICLR 2025, Fig. 2/3 (ResNet-18), read off the figure.\n\n"
-            + table.round(3).to_markdown(index=False)
-            + "\n"
+            "# Summary: robust accuracy of the binary task (mean and std over seeds)\n\n"
+            "eps = 0 is the clean accuracy under the attacked readout; worst = the worst case "
+            "over the attacks; paper_resnet18 = Li et al. ICLR 2025, Fig. 2/3 (ResNet-18), "
+            "read off the figure.\n\n" + table.round(3).to_markdown(index=False) + "\n"
         )
     job.log.info("summary:\n%s", table.round(3).to_string(index=False))
     for f in (snakemake.output.csv, snakemake.output.md):

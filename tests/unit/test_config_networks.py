@@ -8,20 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from config_helpers import merged
 
 from ibrobust.config import ConfigError, load_schema, validate_config
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema(REPO / "schemas" / "config.schema.yaml")
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
-
-
-def merged(base: dict, overlay: dict) -> dict:
-    """Snakemake's --configfile semantics: mappings merge, everything else replaces."""
-    out = copy.deepcopy(base)
-    for k, v in overlay.items():
-        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 def test_defaults_of_the_new_kinds():

@@ -3,11 +3,11 @@ filled, and bad values are rejected with the key path (Study FA's behaviour is u
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
 import yaml
+from config_helpers import merged
 
 from ibrobust.config import ConfigError, load_schema, validate_config
 
@@ -17,14 +17,6 @@ BASE = yaml.safe_load((REPO / "config.yaml").read_text())
 TINY_PRICE = yaml.safe_load(
     (REPO / "tests" / "workflow" / "configs" / "tiny_price.yaml").read_text()
 )
-
-
-def merged(base: dict, overlay: dict) -> dict:
-    """Snakemake's --configfile semantics: mappings merge, everything else replaces."""
-    out = copy.deepcopy(base)
-    for k, v in overlay.items():
-        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 def test_default_config_has_an_enabled_price_study_with_defaults():

@@ -88,3 +88,17 @@ def test_critical_radius_hand_cases(eps, acc, level, expected):
         assert math.isnan(got)
     else:
         assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+def test_mean_std_keeps_group_keys_and_flattens():
+    from ibrobust.experiments.tables import mean_std
+
+    df = pd.DataFrame(
+        {"setting": ["a", "a", "b"], "seed": [0, 1, 0], "r": [1.0, 3.0, 5.0], "s": [2.0, 2.0, None]}
+    )
+    out = mean_std(df, ["setting"], ["r", "s"])
+    assert out.columns.tolist() == ["setting", "n", "r.mean", "r.std", "s.mean", "s.std"]
+    a, b = out.iloc[0], out.iloc[1]
+    assert (a.setting, a.n, a["r.mean"], a["s.std"]) == ("a", 2, 2.0, 0.0)
+    assert a["r.std"] == pytest.approx(2**0.5)
+    assert b["r.mean"] == 5.0 and b["r.std"] == 0.0 and pd.isna(b["s.mean"]) and pd.isna(b["s.std"])

@@ -38,7 +38,16 @@ TINY = Path(__file__).resolve().parent / "configs" / "tiny.yaml"
 PYTHON = sys.executable
 
 # What a copy of the workflow needs (src only when the library itself is edited).
-REPO_FILES = ["Snakefile", "rules", "workflow_scripts", "schemas", "config.yaml", "envs"]
+REPO_FILES = [
+    "Snakefile",
+    "rules",
+    "workflow_scripts",
+    "schemas",
+    "config.yaml",
+    "envs",
+    "profiles",
+    "report",
+]
 
 # Every declared output of Study FA (rules/targets.smk: study_outputs("fa")).
 FIGURES = ["cosine_heatmaps", "lambda_trajectories", "robust_accuracy_vs_radius"]

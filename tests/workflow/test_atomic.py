@@ -63,9 +63,9 @@ def test_killed_train_job_leaves_no_output(tmp_path):
         )
     log = work / LOG
     try:
-        # the train job is under way once its log shows logged GD steps
+        # the train job is under way once its log shows a progress line (first step)
         _wait_for(
-            lambda: log.is_file() and " step " in log.read_text(),
+            lambda: log.is_file() and "progress " in log.read_text(),
             proc,
             240,
             "the train job's first logged step",

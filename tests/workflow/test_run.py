@@ -71,7 +71,17 @@ def test_every_declared_output(tiny_run):
         png = (figs / f"{name}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1024, name
         assert (figs / f"{name}.pdf").read_bytes()[:5] == b"%PDF-", name
-    assert (figs / "summary.md").read_text().startswith("# Summary")
+    md = (figs / "summary.md").read_text()
+    assert md.startswith("# Summary")
+    # the markdown keeps the row labels (one row per setting) and flat column names
+    for label in (
+        "setting",
+        "binary",
+        "multiclass",
+        "robust reference",
+        "critical_radius.worst.mean",
+    ):
+        assert label in md, label
     # atomic writes leave no temporary files behind
     leftovers = [p for p in tiny_run.results.rglob("*.tmp*") if "mlflow" not in p.parts]
     assert not leftovers, leftovers

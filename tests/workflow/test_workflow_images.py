@@ -105,10 +105,29 @@ def test_models_learn_and_attacks_are_monotone(image_run):
 def test_summary_and_cosines(image_run):
     work = image_run[0]
     summary = pd.read_csv(work / "results/tiny_images/figures/summary.csv")
-    assert set(summary.supervision) == {"binary", "multiclass"}
-    for col in ("test.binary_acc.mean", "robust_acc@1.worst.mean", "robust_acc@1.paper_resnet18"):
+    # one row per supervision and eps in {0 (clean), the report radius 1.0}
+    assert sorted(zip(summary.supervision, summary.eps, strict=True)) == [
+        ("binary", 0.0),
+        ("binary", 1.0),
+        ("multiclass", 0.0),
+        ("multiclass", 1.0),
+    ]
+    for col in (
+        "robust_acc.worst.mean",
+        "robust_acc.pgd_margin_tiny.mean",
+        "paper_resnet18",
+        "seeds",
+    ):
         assert col in summary.columns, col
-    assert summary["test.fine_acc.mean"].notna().sum() == 1  # only the 10-class model
+    fine = summary.set_index("supervision")["test.fine_acc.mean"]
+    assert fine.loc["binary"].isna().all() and fine.loc["multiclass"].notna().all()
+    curves = pd.read_csv(work / "results/tiny_images/figures/robust_accuracy_vs_radius.csv")
+    worst = curves[curves.attack == "worst"].set_index(["supervision", "eps"]).robust_acc
+    for r in summary.itertuples():
+        assert (
+            abs(worst.loc[(r.supervision, r.eps)] - summary.loc[r.Index, "robust_acc.worst.mean"])
+            < 1e-9
+        )
     cos = pd.read_csv(work / "results/tiny_images/figures/cosine_heatmaps.csv")
     # one row per (head, class): 2 heads x 10 classes and 10 heads x 10 classes
     assert cos.groupby("supervision").size().to_dict() == {"binary": 20, "multiclass": 100}

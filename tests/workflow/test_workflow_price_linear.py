@@ -244,3 +244,12 @@ def test_plot_options_rerun_only_figures(price_run, tmp_path):
     # reads is redrawn
     (summary,) = plan.of("price_summary_table")
     assert "Params have changed" not in summary.reason, summary.reason
+
+
+def test_report_has_every_figure(price_run, tmp_path):
+    from ops_helpers import check_report
+
+    work = copy_state(price_run.workdir, tmp_path / "work")
+    report = work / "report.html"
+    run_price(work, "--report", str(report), timeout=300).check()
+    check_report(report, work, "price_linear", FIGURES)

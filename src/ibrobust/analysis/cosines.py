@@ -6,7 +6,8 @@
 * synthetic cluster data read by neurons that act on the input itself (two-layer / pReLU
   nets): the exact cluster means mu_j (Li et al. Fig. 1; Min & Vidal's centres);
 * otherwise the class means of the penultimate embedding ``model.embed(x)`` over the
-  training points (Li et al. Fig. 2/3 on real images), read by the rows of the last layer.
+  training points, centred by their mean over classes (Li et al. Fig. 2/3 on real
+  images), read by the rows of the last layer.
 
 2-class training averages the features of a class into its neurons (same-class cosines
 all ~1/sqrt(k/2)); k-class training decouples them (one large cosine per neuron).
@@ -47,12 +48,15 @@ def class_mean_embeddings(
 
 
 def class_features(model: nn.Module, data: Dataset) -> tuple[torch.Tensor, str]:
-    """(k, F) features and their source: ``"cluster means"`` or ``"class-mean embedding"``."""
+    """(k, F) features and their source: ``"cluster means"`` or ``"class-mean embedding"``.
+
+    Class-mean embeddings are centred by their mean over classes (as in neural-collapse
+    analyses): a ReLU embedding is non-negative, so raw class means share a large common
+    component that every head row sees alike (the head's bias absorbs it)."""
     if getattr(model, "neurons_read_input", False) and data.means is not None:
         return data.means.float(), "cluster means"
-    return class_mean_embeddings(
-        model, data.train.x, data.train.fine, data.k
-    ), "class-mean embedding"
+    means = class_mean_embeddings(model, data.train.x, data.train.fine, data.k)
+    return means - means.mean(0, keepdim=True), "class-mean embedding"
 
 
 def neuron_cosines(model: nn.Module, data: Dataset) -> tuple[pd.DataFrame, dict]:
@@ -79,6 +83,7 @@ def neuron_cosines(model: nn.Module, data: Dataset) -> tuple[pd.DataFrame, dict]
         best_single = torch.where(same, cos, torch.full_like(cos, -2.0)).max(1).values  # (N,)
     rows = [
         {
+            "features": source,
             "neuron": r,
             "head": int(heads[r]),
             "head_sign": float(head_sign[r]),

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ibrobust.experiments.tables import mean_std
+
 # task -> radius -> supervision -> robust accuracy (fraction), the paper's ResNet-18
 PAPER_ROBUST_ACC: dict[str, dict[float, dict[str, float]]] = {
     "mnist_parity": {
@@ -29,37 +31,48 @@ def summary_table(
     report_radii: dict[str, list[float]],
     paper_tasks: dict[str, str],
 ) -> pd.DataFrame:
-    """One row per (dataset, model, optimizer, supervision): clean accuracies and the robust
-    accuracy at each report radius (worst case and each attack), mean and std over seeds,
-    with the paper's number where it has one.
+    """Long table, one row per (dataset, model, optimizer, supervision, eps) with eps = 0
+    (clean accuracy of the binary task under the attacked readout) and each report radius:
+    robust accuracy of the worst case and of each attack (mean and std over seeds), the
+    paper's ResNet-18 number where it has one, and the fine-class test accuracy of k-class
+    models (from training).
 
     ``curves``: tidy attack tables (dataset, model, optimizer, supervision, seed, attack, eps,
-    robust_acc); ``train``: per-run metrics (same keys + test.binary_acc, test.fine_acc);
+    robust_acc); ``train``: per-run metrics (same keys + test.fine_acc for k-class models);
     ``paper_tasks``: dataset -> key of :data:`PAPER_ROBUST_ACC` it reproduces.
     """
     unknown = sorted(set(paper_tasks.values()) - set(PAPER_ROBUST_ACC))
     if unknown:
         raise ValueError(f"no paper numbers for {unknown}; known: {sorted(PAPER_ROBUST_ACC)}")
     keys = ["dataset", "model", "optimizer", "supervision"]
-    rows = []
-    for key, g in curves.groupby(keys, sort=False):
-        row = dict(zip(keys, key, strict=True))
-        row["seeds"] = g.seed.nunique()
-        t = train.set_index(keys).loc[[key]] if not train.empty else None
-        if t is not None:
-            for col in ("test.binary_acc", "test.fine_acc"):
-                if col in t and t[col].notna().any():
-                    row[f"{col}.mean"] = t[col].mean()
-                    row[f"{col}.std"] = t[col].std(ddof=1) if len(t) > 1 else 0.0
-        task = paper_tasks.get(key[0])
-        for r in report_radii.get(key[0], []):
-            at = g[g.eps.round(9) == round(float(r), 9)]
-            for att, ga in at.groupby("attack", sort=False):
-                row[f"robust_acc@{r:g}.{att}.mean"] = ga.robust_acc.mean()
-                row[f"robust_acc@{r:g}.{att}.std"] = (
-                    ga.robust_acc.std(ddof=1) if len(ga) > 1 else 0.0
-                )
-            paper = PAPER_ROBUST_ACC.get(task or "", {}).get(float(r), {}).get(key[3])
-            row[f"robust_acc@{r:g}.paper_resnet18"] = paper
-        rows.append(row)
-    return pd.DataFrame(rows)
+    eps_r = curves.eps.round(9)
+    wanted = pd.Series(False, index=curves.index)
+    for ds, radii in report_radii.items():
+        wanted |= (curves.dataset == ds) & eps_r.isin([0.0, *(round(float(r), 9) for r in radii)])
+    wanted |= ~curves.dataset.isin(list(report_radii)) & (eps_r == 0.0)
+    wide = (
+        curves[wanted]
+        .assign(eps=eps_r[wanted])
+        .pivot_table(index=[*keys, "seed", "eps"], columns="attack", values="robust_acc")
+        .reset_index()
+    )
+    attacks = [
+        "worst",
+        *sorted(c for c in wide.columns if c not in (*keys, "seed", "eps", "worst")),
+    ]
+    table = mean_std(wide, [*keys, "eps"], attacks).rename(columns={"n": "seeds"})
+    table = table.rename(
+        columns={f"{a}.{m}": f"robust_acc.{a}.{m}" for a in attacks for m in ("mean", "std")}
+    )
+    table["paper_resnet18"] = [
+        PAPER_ROBUST_ACC.get(paper_tasks.get(r.dataset, ""), {})
+        .get(float(r.eps), {})
+        .get(r.supervision)
+        for r in table.itertuples()
+    ]
+    if "test.fine_acc" in train:
+        fine = (
+            train.groupby(keys, dropna=False)["test.fine_acc"].mean().rename("test.fine_acc.mean")
+        )
+        table = table.merge(fine.reset_index(), on=keys, how="left")
+    return table

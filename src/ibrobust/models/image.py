@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ibrobust.models.readout import binary_score
 from ibrobust.seeding import torch_generator
 
 IMAGE_MODEL_KINDS = ("mlp", "cnn", "resnet18")
@@ -67,6 +68,7 @@ def image_config_from_dict(d: dict) -> ImageModelConfig:
 class HeadNet(nn.Module):
     """``head(body((x - mean) / std))``: (n, C, H, W) in [0, 1] -> (n, H) logits."""
 
+    readout_mode = "sum"  # see ibrobust.models.readout (an evaluation choice, not saved)
     neurons_read_input = False  # neurons() act on x itself (not on a learned embedding)
 
     def __init__(
@@ -91,7 +93,7 @@ class HeadNet(nn.Module):
         return self.head(self.embed(x))
 
     def binary_score(self, x: torch.Tensor) -> torch.Tensor:  # (n, C, H, W) -> (n,)
-        return self(x) @ self.readout
+        return binary_score(self(x), self.readout, self.readout_mode)
 
     def neurons(self) -> torch.Tensor:  # (H, F): the head's rows read the embedding
         return self.head.weight

@@ -50,14 +50,22 @@ def cosine_heatmaps(df: pd.DataFrame, cmap: str = "RdBu_r", style: str = "whiteg
         )
         same = g[g.head_sign == g.feature_sign].cosine.mean()
         ax.set_title(f"{key[-1]} supervision\n{key[0]}: same-class mean cos {same:.2f}", fontsize=9)
-        ax.set_xlabel("feature mu_j (J+ marked +)")
-        ax.set_ylabel("neurons, grouped by head")
+        source = g["features"].iloc[0] if "features" in g else "cluster means"
+        ax.set_xlabel(
+            "feature mu_j (J+ marked +)"
+            if source == "cluster means"
+            else "class j: centred mean embedding (J+ marked +)"
+        )
+        ax.set_ylabel(
+            "head (logit) rows" if source != "cluster means" else "neurons, grouped by head"
+        )
         heads = mat.index.get_level_values(0)
         for b in np.nonzero(np.diff(heads))[0]:
             ax.axhline(b + 1, color="k", lw=0.5)
+    images = "features" in df and (df["features"] != "cluster means").any()
     fig.suptitle(
-        "cos(w_r, mu_j): binary training averages a class's features; "
-        "k-class training decouples them",
+        ("cos(head row h, class feature j)" if images else "cos(w_r, mu_j)")
+        + ": binary training averages a class's features; k-class training decouples them",
         fontsize=10,
     )
     fig.tight_layout()
@@ -173,6 +181,7 @@ def critical_radius_scaling(
         ax.plot(vals, np.full_like(vals, math.sqrt(d)), "k:", lw=1, label="sqrt(d)")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         axis.set_minor_formatter(matplotlib.ticker.NullFormatter())

@@ -1,0 +1,271 @@
+"""Real components for the operations tests: a local SLURM cluster, a throwaway PostgreSQL
+server, headless Chromium, and the workflow's own tracking server module.
+
+Each ``require_*`` returns what the test needs or skips it with the reason and the way
+to get the component (``.ci/run`` installs and starts all of them).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from smk_helpers import REPO
+
+sys.path.insert(0, str(REPO / "workflow_scripts"))
+import _server  # noqa: E402  (the workflow's tracking-server lifecycle, used as-is)
+
+LOCAL_SLURM = REPO / "ops" / "local-slurm"
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def artifacts_dir(name: str) -> Path:
+    """Where a test keeps files for people to look at (screenshots, reports):
+    $IBROBUST_TEST_ARTIFACTS/<name>, else tests/artifacts/<name> (ignored by git)."""
+    root = Path(os.environ.get("IBROBUST_TEST_ARTIFACTS") or REPO / "tests" / "artifacts")
+    out = root / name
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def record(line: str) -> None:
+    """Print a measurement and append it to <artifacts>/measurements.txt (CI shows it)."""
+    print(line)
+    path = artifacts_dir(".") / "measurements.txt"
+    with path.open("a") as fh:
+        fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}\n")
+
+
+# ---- SLURM ---------------------------------------------------------------------------
+def _sinfo_states() -> str:
+    try:
+        out = subprocess.run(
+            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=15
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out
+
+
+def require_slurm() -> None:
+    """A SLURM cluster that accepts jobs, or skip. Starts the project's local cluster
+    (ops/local-slurm) when its daemons are installed but not running and we are root."""
+    missing = [
+        c for c in ("sbatch", "squeue", "sinfo", "slurmctld", "slurmd") if not shutil.which(c)
+    ]
+    if missing:
+        pytest.skip(
+            f"SLURM not installed ({', '.join(missing)} not found): run `ops/local-slurm start` "
+            "as root (installs Debian's slurm-wlm + munge), or .ci/run"
+        )
+    if not re.search(r"idle|mix|alloc", _sinfo_states()):
+        if os.geteuid() == 0:
+            subprocess.run(["bash", str(LOCAL_SLURM), "start"], capture_output=True, timeout=120)
+        if not re.search(r"idle|mix|alloc", _sinfo_states()):
+            pytest.skip("no SLURM node is up (sinfo shows none idle): run `ops/local-slurm start`")
+
+
+SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+)")
+
+
+def slurm_job_ids(output: str) -> dict[str, str]:
+    """Snakemake job id -> SLURM job id, from the executor's 'submitted' lines."""
+    return {m.group(1): m.group(2) for m in SUBMITTED.finditer(output)}
+
+
+# ---- PostgreSQL ----------------------------------------------------------------------
+def _pg_bin(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    cands = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return cands[-1] if cands else None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    """A throwaway PostgreSQL server on 127.0.0.1 (initdb in a temp dir, pg_ctl on a free
+    port; as the ``postgres`` user when we are root) with database ``mlflow``; yields its
+    SQLAlchemy URI and stops and removes it afterwards. Skips if PostgreSQL is absent."""
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if not (initdb and pg_ctl):
+        pytest.skip(
+            "PostgreSQL not installed (initdb/pg_ctl not found): "
+            "apt-get install postgresql, or .ci/run"
+        )
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # postgres refuses to run as root
+        import pwd
+
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and there is no 'postgres' user to run the server as")
+        prefix = ["runuser", "-u", "postgres", "--"]
+    root = Path(tempfile.mkdtemp(prefix="ibrobust-pg-"))
+    if prefix:
+        shutil.chown(root, "postgres", "postgres")
+    data, sock, log = root / "data", root / "sock", root / "server.log"
+    port = free_port()
+
+    def run(*cmd: str) -> None:
+        res = subprocess.run([*prefix, *cmd], capture_output=True, text=True, timeout=120)
+        if res.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{res.stdout}\n{res.stderr}")
+
+    try:
+        run("mkdir", "-p", str(sock))
+        run(initdb, "-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8")
+        opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off"
+        run(pg_ctl, "-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", "60", "start")
+        psql = _pg_bin("psql")
+        assert psql, "psql not found next to pg_ctl"
+        run(
+            psql,
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-U",
+            "postgres",
+            "-c",
+            "CREATE DATABASE mlflow",
+        )
+        yield f"postgresql://postgres:secret@127.0.0.1:{port}/mlflow"
+    finally:
+        subprocess.run(
+            [*prefix, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
+            capture_output=True,
+            timeout=120,
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# ---- Chromium ------------------------------------------------------------------------
+def require_chromium() -> str:
+    path = shutil.which("chromium") or (
+        "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+    )
+    if not path:
+        pytest.skip("Chromium not installed: apt-get install chromium (Debian), or .ci/run")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        pytest.skip('the playwright package is missing: pip install -e ".[test]"')
+    return path
+
+
+# ---- the tracking server -------------------------------------------------------------
+@contextmanager
+def tracking_server(store_uri: str, artifacts: Path, log: Path) -> Iterator[str]:
+    """The workflow's own server code (workflow_scripts/_server.py) on a given store."""
+    server = _server.TrackingServer(
+        _server.ServerSettings(
+            backend_store_uri=store_uri,
+            artifacts_destination=str(artifacts),
+            log_file=str(log),
+            startup_timeout=180,
+        )
+    )
+    uri = server.start()
+    try:
+        yield uri
+    finally:
+        server.stop()
+
+
+def max_running_jobs(output: str) -> int:
+    """Most jobs running at once, from Snakemake's log: a job starts at its ``rule NAME:``
+    block (``jobid: N``) and ends at ``Finished jobid: N``."""
+    running: set[str] = set()
+    best, in_block = 0, False
+    for line in output.splitlines():
+        if re.match(r"^(local)?rule \w+:\s*$", line):
+            in_block = True
+            continue
+        m = re.match(r"^\s+jobid: (\d+)$", line)
+        if m and in_block:
+            running.add(m.group(1))
+            best, in_block = max(best, len(running)), False
+            continue
+        m = re.search(r"Finished jobid: (\d+)", line)
+        if m:
+            running.discard(m.group(1))
+    return best
+
+
+def server_uri_from_output(output: str) -> str:
+    m = re.search(r"MLflow tracking server for this run: (http://\S+)", output)
+    assert m, "the run did not report starting a tracking server\n" + output[-3000:]
+    return m.group(1)
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.3):
+    t0 = time.monotonic()
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+# ---- the HTML report -----------------------------------------------------------------
+def report_entries(html: str) -> tuple[dict, dict]:
+    """(results, categories) embedded in a self-contained Snakemake 9 HTML report:
+    ``var results = {path: {caption, data_uri, ...}}`` and
+    ``var categories = {category: {subcategory: [path, ...]}}``."""
+    import json
+
+    out = []
+    for var in ("results", "categories"):
+        m = re.search(rf"var {var} = (\{{.*?\}});\s*\n", html, re.S)
+        assert m, f"no `var {var}` in the report (report format changed?)"
+        out.append(json.loads(m.group(1)))
+    return out[0], out[1]
+
+
+def check_report(html_path: Path, workdir: Path, study: str, figures: list[str]) -> None:
+    """Every figure of ``study`` is in the report, embedded byte for byte, under the
+    study's category, with a caption that names the study and the paper (or says none)."""
+    import base64
+
+    html = html_path.read_text()
+    assert "<script src=" not in html and "<link " not in html, "the report loads external files"
+    results, categories = report_entries(html)
+    paths = [f"results/{study}/figures/{f}.png" for f in figures]
+    assert set(paths) <= set(results), sorted(set(paths) - set(results))
+    assert sorted(categories[study]["figures"]) == sorted(paths), categories
+    for p in paths:
+        entry = results[p]
+        data = base64.b64decode(entry["data_uri"].split("base64,", 1)[1])
+        assert data == (workdir / p).read_bytes(), f"{p}: embedded figure differs from the file"
+        caption = entry["caption"]
+        assert f'Study <tt class="docutils literal">{study}</tt>' in caption, caption
+        assert re.search(r"et al\.", caption), f"{p}: the caption names no paper: {caption}"
