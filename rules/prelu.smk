@@ -29,7 +29,7 @@ rule prelu_analyze:
         mem_mb=4000,
         runtime=20,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/analysis.yaml"
     script:
         "../workflow_scripts/prelu_analyze.py"
 
@@ -38,7 +38,7 @@ rule prelu_robust_figure:
     input:
         lambda w: files(w.study, prelu_runs(w.study, "synthetic"), "attack/main/robust_accuracy.csv"),
     output:
-        png="results/{study}/figures/robust_accuracy_vs_radius.png",
+        png=report("results/{study}/figures/robust_accuracy_vs_radius.png", caption="../report/prelu/robust_accuracy_vs_radius.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
         csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
     log:
@@ -55,7 +55,7 @@ rule prelu_robust_figure:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/prelu_robust_figure.py"
 
@@ -64,7 +64,7 @@ rule prelu_alignment_figure:
     input:
         "results/{study}/analysis/synthetic_alignment.csv",
     output:
-        png="results/{study}/figures/neuron_alignment.png",
+        png=report("results/{study}/figures/neuron_alignment.png", caption="../report/prelu/neuron_alignment.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/neuron_alignment.pdf",
         csv="results/{study}/figures/neuron_alignment.csv",
     log:
@@ -81,7 +81,7 @@ rule prelu_alignment_figure:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/prelu_alignment_figure.py"
 
@@ -90,7 +90,7 @@ rule prelu_distance_figure:
     input:
         "results/{study}/analysis/synthetic_runs.csv",
     output:
-        png="results/{study}/figures/ideal_distances.png",
+        png=report("results/{study}/figures/ideal_distances.png", caption="../report/prelu/ideal_distances.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/ideal_distances.pdf",
         csv="results/{study}/figures/ideal_distances.csv",
     log:
@@ -107,7 +107,7 @@ rule prelu_distance_figure:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/prelu_distance_figure.py"
 
@@ -133,7 +133,7 @@ rule prelu_summary_table:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/prelu_summary_table.py"
 
@@ -142,7 +142,7 @@ rule prelu_mnist_figure:
     input:
         lambda w: attack_files(w.study, attack_runs(w.study, prelu_runs(w.study, "mnist")), "robust_accuracy.csv"),
     output:
-        png="results/{study}/figures/mnist_robust_accuracy.png",
+        png=report("results/{study}/figures/mnist_robust_accuracy.png", caption="../report/prelu/mnist_robust_accuracy.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/mnist_robust_accuracy.pdf",
         csv="results/{study}/figures/mnist_robust_accuracy.csv",
     log:
@@ -159,7 +159,7 @@ rule prelu_mnist_figure:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/prelu_mnist_figure.py"
 
@@ -185,6 +185,6 @@ rule prelu_table1:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/ibrobust.yaml"
+        "../envs/figures.yaml"
     script:
         "../workflow_scripts/prelu_table1.py"

@@ -1,21 +1,11 @@
-# Targets: one per study kind's figure set; `rule all` collects the enabled studies.
+# Targets: one rule per study, named after it (`snakemake fa`, `snakemake fa_sign` for a
+# study added in an overlay); `rule all` collects the enabled studies. The built-in studies'
+# names stay targets even when a config drops them (then they build nothing).
 
+for _study in sorted(set(STUDIES) | {"fa", "fa_images", "price_linear", "prelu"}):
 
-rule fa:
-    input:
-        study_outputs("fa") if "fa" in STUDIES else [],
-
-
-rule fa_images:
-    input:
-        study_outputs("fa_images") if "fa_images" in STUDIES else [],
-
-
-rule price_linear:
-    input:
-        study_outputs("price_linear") if "price_linear" in STUDIES else [],
-
-
-rule prelu:
-    input:
-        study_outputs("prelu") if "prelu" in STUDIES else [],
+    rule:
+        name:
+            _study
+        input:
+            study_outputs(_study) if _study in STUDIES else [],
