@@ -20,6 +20,12 @@ with Job(snakemake) as job:
     for prm in net.parameters():
         prm.requires_grad_(False)
     test = data.test.head(p.points)
+    if p.task == "binary" and len(set(test.y.tolist())) < 2 <= len(set(data.test.y.tolist())):
+        raise ValueError(
+            f"{snakemake.input.data}: the first {len(test)} test points (attack_points) all "
+            "have one binary label although the test split has both: the split is ordered "
+            "by class (e.g. a class-sorted .npz source); shuffle the source's rows"
+        )
     gen = torch_generator(p.seed, "attack", snakemake.wildcards.grid)
     job.log.info(
         "attacking %d test points at %d radii with %s", len(test), len(p.radii), list(p.attacks)

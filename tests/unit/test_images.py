@@ -23,6 +23,7 @@ from ibrobust.data.images import (
     from_arrays,
     load_source,
     make_image_data,
+    round_robin,
     stratified_counts,
     stratified_subset,
     subset_images,
@@ -424,7 +425,9 @@ def test_imagefolder_sorted_class_order_and_pixels(tmp_path):
     cfg = ImageDataConfig(source="imagefolder", path="f")
     raw = load_source(cfg, tmp_path)
     assert raw.class_names == ("ant", "cat", "dog")  # sorted folder names = label order
-    assert raw.train.labels.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    # rows interleave the classes (file i of every class, then file i + 1)
+    assert raw.train.labels.tolist() == [0, 1, 2, 0, 1, 2, 0, 1, 2]
+    assert [Path(f).name for f in raw.train.files[:4]] == ["00.png", "00.png", "00.png", "01.png"]
     d = subset_images(cfg, raw, seed=0)  # n = None: every image, decoded
     assert d.train.x.shape == (9, 3, 4, 5) and d.test.x.shape == (6, 3, 4, 5)  # PIL size (W, H)
     for split, s in (("train", d.train), ("test", d.test)):
@@ -432,6 +435,19 @@ def test_imagefolder_sorted_class_order_and_pixels(tmp_path):
         for row, i in enumerate(s.index):
             assert Path(files[i]).parent.name == raw.class_names[s.label[row]]
             assert (s.x[row] == np.array(colours[files[i]])[:, None, None]).all()
+
+
+def test_round_robin_by_hand():
+    labels = np.array([0, 0, 0, 1, 2, 2])
+    assert round_robin(labels).tolist() == [0, 3, 4, 1, 5, 2]  # 0 1 2 | 0 2 | 0
+    assert labels[round_robin(labels)].tolist() == [0, 1, 2, 0, 2, 0]
+
+
+def test_imagefolder_subset_prefix_is_class_mixed(tmp_path):
+    # the attack rule takes the first attack_points test images: they must not be one class
+    fake_imagefolder(tmp_path / "f", per_class=(6, 4))
+    d = make_image_data(ImageDataConfig(source="imagefolder", path="f", n_test=9), 0, tmp_path)
+    assert sorted(d.test.label[:3].tolist()) == [0, 1, 2]
 
 
 def test_imagefolder_grayscale(tmp_path):

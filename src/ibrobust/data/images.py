@@ -10,8 +10,10 @@ Sources (``ImageDataConfig.source``):
 * ``npz``: one file with ``x_train``, ``y_train``, ``x_test``, ``y_test``: uint8 images
   (N, H, W) or (N, H, W, C) with C in {1, 3}, integer labels (N,); optional ``class_names``.
 * ``imagefolder``: ``<path>/train/<class>/*`` and ``<path>/test/<class>/*`` with the
-  class order of ``torchvision.datasets.ImageFolder`` (sorted class folder names). Only
-  the file list is read up front; the images of the chosen subset alone are decoded.
+  class order of ``torchvision.datasets.ImageFolder`` (sorted class folder names); rows
+  interleave the classes (:func:`round_robin`: file i of every class, then file i + 1),
+  so that the subsets and their prefixes are class-mixed. Only the file list is read up
+  front; the images of the chosen subset alone are decoded.
 
 Splits (``split``) of the source's classes into J+ (y = +1) and J- (y = -1):
 
@@ -465,10 +467,10 @@ def _load_imagefolder(cfg: ImageDataConfig, root: Path) -> RawImages:
             ds = torchvision.datasets.ImageFolder(str(d))
         except FileNotFoundError as e:
             raise FileNotFoundError(f"{d}: {e}") from e
-        files = tuple(p for p, _ in ds.samples)
-        splits[name] = RawSplit(
-            labels=np.asarray(ds.targets, dtype=np.int64), files=files, channels=channels
-        )
+        labels = np.asarray(ds.targets, dtype=np.int64)  # (N,) grouped by class
+        order = round_robin(labels)
+        files = tuple(ds.samples[i][0] for i in order)
+        splits[name] = RawSplit(labels=labels[order], files=files, channels=channels)
         names[name] = tuple(ds.classes)
     if names["train"] != names["test"]:
         raise ValueError(
@@ -476,6 +478,19 @@ def _load_imagefolder(cfg: ImageDataConfig, root: Path) -> RawImages:
             f"{list(names['test'])}; both need the same class folders"
         )
     return RawImages("imagefolder", str(path), names["train"], splits["train"], splits["test"])
+
+
+def round_robin(labels: np.ndarray) -> np.ndarray:
+    """(N,) order that interleaves the classes of a class-grouped listing: the first file
+    of every class (by class id), then the second of every class, ... Folders have no
+    sample order of their own; ImageFolder's is grouped by class, so without this the rows
+    kept by a subset (stored in source order) and any prefix of them - e.g. the test
+    points an attack takes - would be one class."""
+    rank = np.empty(len(labels), dtype=np.int64)
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        rank[idx] = np.arange(len(idx))
+    return np.lexsort((labels, rank)).astype(np.int64)
 
 
 def decode_images(
