@@ -11,3 +11,22 @@ def merged(base: dict, overlay: dict) -> dict:
     for k, v in overlay.items():
         out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
+
+
+def bad_cases(rows):
+    """pytest params (overlay, key, fragment) from rows (id, overlay, key, fragment)."""
+    import pytest
+
+    return [pytest.param(o, k, f, id=i) for i, o, k, f in rows]
+
+
+def assert_rejected(cfg: dict, schema: dict, key: str, fragment: str) -> None:
+    """validate_config refuses ``cfg`` with a message naming ``key`` and saying ``fragment``."""
+    import pytest
+
+    from ibrobust.config import ConfigError, validate_config
+
+    with pytest.raises(ConfigError) as err:
+        validate_config(cfg, schema)
+    msg = str(err.value)
+    assert f"config key {key}" in msg and fragment in msg, msg

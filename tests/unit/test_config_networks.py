@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from config_helpers import merged
+from config_helpers import assert_rejected, bad_cases, merged
 
 from ibrobust.config import ConfigError, load_schema, validate_config
 
@@ -74,14 +74,9 @@ BAD = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("overlay", "key", "fragment"), [pytest.param(o, k, f, id=i) for i, o, k, f in BAD]
-)
+@pytest.mark.parametrize(("overlay", "key", "fragment"), bad_cases(BAD))
 def test_bad_network_config_names_the_key(overlay, key, fragment):
-    with pytest.raises(ConfigError) as err:
-        validate_config(merged(BASE, overlay), SCHEMA)
-    msg = str(err.value)
-    assert key in msg and fragment in msg, msg
+    assert_rejected(merged(BASE, overlay), SCHEMA, key, fragment)
 
 
 def test_radii_missing_for_a_dataset():

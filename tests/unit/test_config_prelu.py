@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from config_helpers import assert_rejected, bad_cases, merged
 
 from ibrobust.config import (
     ConfigError,
@@ -24,14 +25,6 @@ from ibrobust.config import (
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema(REPO / "schemas" / "config.schema.yaml")
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
-
-
-def merged(base: dict, overlay: dict) -> dict:
-    """Snakemake's --configfile semantics: mappings merge, everything else replaces."""
-    out = copy.deepcopy(base)
-    for k, v in overlay.items():
-        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 def test_defaults_and_pruning():
@@ -143,14 +136,9 @@ BAD = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("overlay", "key", "fragment"), [pytest.param(o, k, f, id=i) for i, o, k, f in BAD]
-)
+@pytest.mark.parametrize(("overlay", "key", "fragment"), bad_cases(BAD))
 def test_bad_prelu_config_names_the_key(overlay, key, fragment):
-    with pytest.raises(ConfigError) as err:
-        validate_config(merged(BASE, overlay), SCHEMA)
-    msg = str(err.value)
-    assert f"config key {key}:" in msg and fragment in msg, msg
+    assert_rejected(merged(BASE, overlay), SCHEMA, key, fragment)
 
 
 def test_attack_norm_without_a_grid():
