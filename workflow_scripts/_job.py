@@ -142,9 +142,12 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}" if 1e-3 <= abs(v) < 1e4 or v == 0 else f"{v:.3e}"
 
 
+NO_STUDY = "shared"  # run-name prefix of jobs that serve every study (datasets)
+
+
 def run_name(rule: str, wildcards: dict[str, Any]) -> str:
     """``<study>/<rule>/<wildcard values>``; numeric values keep their key (seed0, n16)."""
-    parts = [str(wildcards.get("study", "shared")), rule]
+    parts = [str(wildcards.get("study", NO_STUDY)), rule]
     for k, v in wildcards.items():
         if k == "study":
             continue

@@ -249,6 +249,19 @@ def parse_dry_run(run: Run) -> Plan:
     return plan
 
 
+def plan_and_run(work: Path, configfile: Path, *args: str, label: str) -> tuple[Plan, Run]:
+    """Dry-run then run (2 cores) ``args`` on ``configfile`` in ``work``; a failed run
+    fails the calling fixture with Snakemake's output."""
+    import pytest
+
+    plan = parse_dry_run(snakemake(work, "-n", *args, configfiles=(configfile,), timeout=120))
+    run = snakemake(work, "--cores", "2", *args, configfiles=(configfile,), timeout=1200)
+    print(f"tiny {label} workflow: {run.seconds:.1f} s")
+    if run.returncode != 0:
+        pytest.fail(f"the tiny {label} workflow failed\n" + run.describe(), pytrace=False)
+    return plan, run
+
+
 def finished_rules(run: Run) -> Counter:
     """Rules of the jobs a real run finished (``Finished jobid: N (Rule: NAME)``)."""
     return Counter(re.findall(r"Finished jobid: \d+ \(Rule: (\w+)\)", run.output))

@@ -67,7 +67,8 @@ def test_progress_writes_one_line_per_interval(tmp_path, monkeypatch):
 def test_run_name_puts_the_study_first():
     wc = {"study": "fa", "dataset": "tiny@k=2", "model": "m", "seed": "0", "grid": "main"}
     assert _job.run_name("attack", wc) == "fa/attack/tiny@k=2/m/seed0/main"
-    assert _job.run_name("dataset", {"dataset": "d", "seed": "1"}) == ("shared/dataset/d/seed1")
+    no_study = {"dataset": "d", "seed": "1"}
+    assert _job.run_name("dataset", no_study) == f"{_job.NO_STUDY}/dataset/d/seed1"
     assert _job.run_name("price_train", {"study": "p", "dataset": "r", "n": "16"}) == (
         "p/price_train/r/n16"
     )

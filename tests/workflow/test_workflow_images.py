@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from smk_helpers import finished_rules, parse_dry_run, snakemake
+from smk_helpers import finished_rules, plan_and_run, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -51,11 +51,7 @@ def image_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("image_data")
     fake_images(root / "tiny_images.npz")
     work = tmp_path_factory.mktemp("image_run")
-    args = ("--config", f"data_root={root}")
-    plan = parse_dry_run(snakemake(work, "-n", *args, configfiles=(CONFIG,), timeout=120))
-    run = snakemake(work, "--cores", "2", *args, configfiles=(CONFIG,), timeout=1200)
-    if run.returncode != 0:
-        pytest.fail("the tiny image workflow failed\n" + run.describe(), pytrace=False)
+    plan, run = plan_and_run(work, CONFIG, "--config", f"data_root={root}", label="image")
     return work, root, plan, run
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from smk_helpers import finished_rules, parse_dry_run, snakemake
+from smk_helpers import finished_rules, parse_dry_run, plan_and_run, snakemake
 from test_workflow_images import fake_images
 
 pytestmark = pytest.mark.workflow
@@ -48,12 +48,7 @@ def prelu_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("prelu_data")
     fake_images(root / "tiny_images.npz")
     work = tmp_path_factory.mktemp("prelu_run")
-    args = ("--config", f"data_root={root}")
-    plan = parse_dry_run(snakemake(work, "-n", "prelu", *args, configfiles=(CONFIG,), timeout=120))
-    run = snakemake(work, "--cores", "2", "prelu", *args, configfiles=(CONFIG,), timeout=1200)
-    print(f"tiny PRELU workflow: {run.seconds:.1f} s")
-    if run.returncode != 0:
-        pytest.fail("the tiny PRELU workflow failed\n" + run.describe(), pytrace=False)
+    plan, run = plan_and_run(work, CONFIG, "prelu", "--config", f"data_root={root}", label="PRELU")
     return work, plan, run
 
 
