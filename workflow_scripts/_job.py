@@ -71,7 +71,7 @@ class Job:
             "start %s threads=%d mlflow=%s host=%s%s",
             name,
             torch.get_num_threads(),
-            "on" if self.run.enabled else "off",
+            self.run.via,
             socket.gethostname(),
             f" {where}" if where else "",
         )

@@ -14,6 +14,11 @@ Snakemake owns the pipeline; MLflow only receives data (no rule reads it back).
 * :class:`JobRun` is one job's child run: flat dotted params, metrics with explicit
   steps (buffered and flushed in batches), artifacts in named folders, and tags for
   the rule, the wildcards, the git commit and the config hash.
+* :class:`Collector` is the workflow's one MLflow writer: a thread of the Snakemake
+  process (started by ``start_workflow``) that listens on a Unix socket and writes the
+  runs jobs stream to it. A job thus never imports MLflow (~1.8 s of CPU) or opens the
+  store; where the socket is out of reach (a SLURM job on another node) the job starts
+  its own writer process instead.
 
 MLflow is imported lazily so that parsing the workflow and jobs with tracking off do
 not pay for it.
@@ -34,6 +39,7 @@ ENV_EXPERIMENT = "IBROBUST_EXPERIMENT_ID"
 ENV_PARENT = "IBROBUST_PARENT_RUN_ID"
 ENV_COMMIT = "IBROBUST_GIT_COMMIT"
 ENV_CONFIG_HASH = "IBROBUST_CONFIG_HASH"
+ENV_COLLECTOR = "IBROBUST_COLLECTOR"  # the Collector's Unix socket
 
 MAX_PARAM_LEN = 6000  # MLflow's limit on a param value
 _BAD_KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-. /]")
@@ -162,11 +168,22 @@ def start_workflow(config: dict, config_hash: str, basedir: str) -> None:
     os.environ.update(
         {ENV_ENABLED: "1", ENV_URI: uri, ENV_EXPERIMENT: exp_id, ENV_PARENT: run.info.run_id}
     )
+    global _collector
+    _collector = Collector(client, exp_id)
+    os.environ[ENV_COLLECTOR] = _collector.address
+
+
+_collector: Collector | None = None
 
 
 def end_workflow(status: str) -> None:
-    """Close the parent run, then stop the run's tracking server (if it started one)."""
+    """Stop the collector, close the parent run, then stop the run's tracking server."""
+    global _collector
     try:
+        if _collector is not None:
+            _collector.stop()
+            _collector = None
+            os.environ.pop(ENV_COLLECTOR, None)
         if os.environ.get(ENV_ENABLED) == "1" and os.environ.get(ENV_PARENT):
             from mlflow.tracking import MlflowClient
 
@@ -178,14 +195,15 @@ def end_workflow(status: str) -> None:
 
 
 class JobRun:
-    """One job's MLflow run, logged by a sink process (a no-op when tracking is off).
+    """One job's MLflow run, streamed to a writer (a no-op when tracking is off).
 
-    The job sends JSON lines (start, metrics, artifact, end) to a child process running
-    this module (``python _tracking.py``) that imports MLflow and writes to the store.
-    Importing MLflow (~2 s of CPU) and waiting on the store (SQLite locks, a remote
-    server) thus overlap with the job's own imports and compute instead of adding to
-    them. ``end`` waits for the sink and raises if it failed, so a job whose run was
-    not logged does not count as complete. Paths are made absolute before sending.
+    The job sends JSON lines (start, metrics, artifact, end) to the workflow's
+    :class:`Collector` over its Unix socket, or - where that is out of reach - to a
+    child process running this module (``python _tracking.py``) that imports MLflow and
+    writes to the store. Either way the job itself never imports MLflow, and waiting on
+    the store (SQLite locks, a remote server) overlaps with the job's compute. ``end``
+    waits for the writer and raises if it failed, so a job whose run was not logged
+    does not count as complete. Paths are made absolute before sending.
     """
 
     def __init__(
@@ -200,17 +218,8 @@ class JobRun:
         self._last_flush = time.monotonic()
         if not self.enabled:
             return
-        import subprocess
-        import sys
-
-        self._stderr = open(log_file, "a") if log_file else None  # noqa: SIM115
-        self._proc = subprocess.Popen(
-            [sys.executable, __file__],
-            stdin=subprocess.PIPE,
-            text=True,
-            stdout=self._stderr,
-            stderr=self._stderr,
-        )
+        self._log_file = log_file
+        self._writer = _connect(os.environ.get(ENV_COLLECTOR)) or _SinkProcess(log_file)
         tags = {
             **tags,
             "mlflow.parentRunId": os.environ[ENV_PARENT],
@@ -218,18 +227,21 @@ class JobRun:
             "ibrobust.config_hash": os.environ.get(ENV_CONFIG_HASH, "unknown"),
         }
         params = {mlflow_key(k): str(v)[:MAX_PARAM_LEN] for k, v in params.items()}
-        # the job's own start/end times (the sink may create the run a little later)
+        # the job's own start/end times (the writer may create the run a little later)
         now = int(time.time() * 1000)
         self._send({"op": "start", "name": run_name, "tags": tags, "params": params, "t": now})
+
+    @property
+    def via(self) -> str:
+        """Which writer logs this run: ``collector``, ``process`` or ``off``."""
+        if not self.enabled:
+            return "off"
+        return "collector" if isinstance(self._writer, _SocketWriter) else "process"
 
     def _send(self, msg: dict) -> None:
         import json
 
-        try:
-            self._proc.stdin.write(json.dumps(msg) + "\n")
-            self._proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # the sink died; end() reports its exit status
+        self._writer.send(json.dumps(msg) + "\n")
 
     def metrics(self, values: dict[str, float], step: int = 0, flush_every: float = 5.0) -> None:
         if not self.enabled:
@@ -254,6 +266,34 @@ class JobRun:
             return
         self.flush()
         self._send({"op": "end", "status": status, "t": int(time.time() * 1000)})
+        error = self._writer.close()
+        if error:
+            raise RuntimeError(f"MLflow logging failed ({error}); see the job log")
+
+
+class _SinkProcess:
+    """Writer: a child ``python _tracking.py`` fed on stdin; its output goes to the job log."""
+
+    def __init__(self, log_file: str | None):
+        import subprocess
+
+        self._stderr = open(log_file, "a") if log_file else None  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            [sys.executable, __file__],
+            stdin=subprocess.PIPE,
+            text=True,
+            stdout=self._stderr,
+            stderr=self._stderr,
+        )
+
+    def send(self, line: str) -> None:
+        try:
+            self._proc.stdin.write(line)
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the sink died; close() reports its exit status
+
+    def close(self) -> str | None:
         try:
             self._proc.stdin.close()
         except BrokenPipeError:
@@ -261,43 +301,164 @@ class JobRun:
         code = self._proc.wait()
         if self._stderr:
             self._stderr.close()
-        if code != 0:
-            raise RuntimeError(f"MLflow logging failed (sink exit code {code}); see the job log")
+        return f"sink exit code {code}" if code != 0 else None
 
 
-def _sink() -> None:
-    """Apply the JSON lines a :class:`JobRun` sends to the MLflow store."""
-    import json
-    import sys
+class _SocketWriter:
+    """Writer: a connection to the workflow's :class:`Collector`."""
 
-    from mlflow.entities import Metric, Param
-    from mlflow.tracking import MlflowClient
+    def __init__(self, sock):
+        self._sock = sock
+        self._file = sock.makefile("rw", encoding="utf-8")
+        self._lost: str | None = None
 
-    client = MlflowClient(tracking_uri=os.environ[ENV_URI])
-    run_id = None
-    for line in sys.stdin:
-        msg = json.loads(line)
-        op = msg["op"]
+    def send(self, line: str) -> None:
+        if self._lost:
+            return
+        try:
+            self._file.write(line)
+            self._file.flush()
+        except OSError as err:
+            self._lost = f"connection to the collector lost: {err}"
+
+    def close(self) -> str | None:
+        import socket
+
+        try:
+            if self._lost:
+                return self._lost
+            self._sock.shutdown(socket.SHUT_WR)
+            reply = self._file.readline().strip()
+            if reply == "ok":
+                return None
+            return f"collector: {reply or 'no reply (the workflow process ended?)'}"
+        except OSError as err:
+            return f"connection to the collector lost: {err}"
+        finally:
+            self._file.close()
+            self._sock.close()
+
+
+def _connect(address: str | None) -> _SocketWriter | None:
+    """A connection to the collector at ``address``, or None where it cannot be reached."""
+    if not address:
+        return None
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(address)
+    except OSError:  # not on this node, or the workflow process is gone
+        sock.close()
+        return None
+    return _SocketWriter(sock)
+
+
+class _RunWriter:
+    """Applies one run's messages (start, metrics, artifact, end) to an MLflow store."""
+
+    def __init__(self, client, experiment_id: str):
+        self.client = client
+        self.experiment_id = experiment_id
+        self.run_id: str | None = None
+        self.ended = False
+
+    def apply(self, msg: dict) -> None:
+        from mlflow.entities import Metric, Param
+
+        client, op = self.client, msg["op"]
         if op == "start":
             run = _retry(
                 client.create_run,
-                os.environ[ENV_EXPERIMENT],
+                self.experiment_id,
                 run_name=msg["name"],
                 tags=msg["tags"],
                 start_time=msg.get("t"),
             )
-            run_id = run.info.run_id
+            self.run_id = run.info.run_id
             items = [Param(k, v) for k, v in msg["params"].items()]
             for lo in range(0, len(items), 100):
-                _retry(client.log_batch, run_id, params=items[lo : lo + 100])
+                _retry(client.log_batch, self.run_id, params=items[lo : lo + 100])
         elif op == "metrics":
             items = [Metric(*m) for m in msg["items"]]
             for lo in range(0, len(items), 900):
-                _retry(client.log_batch, run_id, metrics=items[lo : lo + 900])
+                _retry(client.log_batch, self.run_id, metrics=items[lo : lo + 900])
         elif op == "artifact":
-            _retry(client.log_artifact, run_id, msg["path"], artifact_path=msg["folder"])
+            _retry(client.log_artifact, self.run_id, msg["path"], artifact_path=msg["folder"])
         elif op == "end":
-            _retry(client.set_terminated, run_id, status=msg["status"], end_time=msg.get("t"))
+            _retry(client.set_terminated, self.run_id, status=msg["status"], end_time=msg.get("t"))
+            self.ended = True
+        else:
+            raise ValueError(f"unknown message op {op!r}")
+
+
+class Collector:
+    """The workflow's MLflow writer: a Unix-socket server in a thread of this process.
+
+    Each connection is one job's run. Messages are applied as they arrive (so metric
+    curves grow in the UI while a job trains), one at a time across connections (the
+    SQLite store takes one writer). After the job's ``end`` the collector answers
+    ``ok`` or ``error <reason>``; a connection that drops before ``end`` (a killed job)
+    leaves its run marked KILLED.
+    """
+
+    def __init__(self, client, experiment_id: str):
+        import socketserver
+        import tempfile
+        import threading
+
+        self._dir = tempfile.mkdtemp(prefix="ibrobust-")  # short: AF_UNIX paths <= 107 bytes
+        self.address = os.path.join(self._dir, "collector.sock")
+        lock = threading.Lock()
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                import json
+
+                run = _RunWriter(client, experiment_id)
+                error = None
+                for raw in self.rfile:
+                    try:
+                        msg = json.loads(raw)
+                        if error is None:
+                            with lock:
+                                run.apply(msg)
+                    except Exception as err:  # noqa: BLE001 - reported to the job
+                        error = error or f"{type(err).__name__}: {err}"
+                    if run.ended:
+                        break
+                if not run.ended and run.run_id and error is None:
+                    with lock:
+                        _retry(client.set_terminated, run.run_id, status="KILLED")
+                try:
+                    self.wfile.write(("ok\n" if error is None else f"error {error}\n").encode())
+                except OSError:
+                    pass  # the job is gone
+
+        self._server = socketserver.ThreadingUnixStreamServer(self.address, Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="ibrobust-collector", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        import shutil
+
+        self._server.shutdown()
+        self._server.server_close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _sink() -> None:
+    """Apply the JSON lines a :class:`JobRun` sends on stdin to the MLflow store."""
+    import json
+
+    from mlflow.tracking import MlflowClient
+
+    run = _RunWriter(MlflowClient(tracking_uri=os.environ[ENV_URI]), os.environ[ENV_EXPERIMENT])
+    for line in sys.stdin:
+        run.apply(json.loads(line))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 import time
 from types import SimpleNamespace
@@ -119,3 +120,112 @@ def test_job_run_streams_metrics_while_the_job_runs(tmp_path, monkeypatch):
     r, hist = history()
     assert r.info.status == "FINISHED" and len(hist) == step
     assert os.environ[_tracking.ENV_URI] == uri
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """A fresh SQLite store with a parent run, exported to JobRuns as a workflow would."""
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = client.create_experiment("collector", artifact_location=(tmp_path / "a").as_uri())
+    parent = client.create_run(exp_id, run_name="workflow test")
+    env = {
+        _tracking.ENV_ENABLED: "1",
+        _tracking.ENV_URI: uri,
+        _tracking.ENV_EXPERIMENT: exp_id,
+        _tracking.ENV_PARENT: parent.info.run_id,
+    }
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return SimpleNamespace(client=client, exp_id=exp_id, parent=parent.info.run_id)
+
+
+def _runs(store, name):
+    return store.client.search_runs([store.exp_id], f"attributes.run_name = '{name}'")
+
+
+def test_collector_logs_whole_runs_for_parallel_jobs(store, tmp_path, monkeypatch):
+    """Jobs stream to the workflow's collector (no MLflow import, no writer process):
+    four concurrent runs each land once, complete, under the parent."""
+    import threading
+
+    collector = _tracking.Collector(store.client, store.exp_id)
+    monkeypatch.setenv(_tracking.ENV_COLLECTOR, collector.address)
+    art = tmp_path / "table.csv"
+    art.write_text("a,b\n1,2\n")
+    errors = []
+
+    def job(i: int) -> None:
+        try:
+            run = _tracking.JobRun(f"p/train/x{i}", {"ibrobust.rule": "train"}, {"seed": i})
+            assert run.via == "collector"
+            for step in range(50):
+                run.metrics({"train.loss": 1.0 / (step + 1), "train.acc": i}, step=step)
+                if step % 10 == 0:
+                    run.flush()
+            run.artifact(art, "tables")
+            run.end("FINISHED")
+        except Exception as err:  # noqa: BLE001 - re-raised in the test thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=job, args=(i,)) for i in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        collector.stop()
+    assert not errors, errors
+    assert not os.path.exists(collector.address)
+    for i in range(4):
+        (r,) = _runs(store, f"p/train/x{i}")
+        assert r.info.status == "FINISHED"
+        assert r.data.tags["mlflow.parentRunId"] == store.parent
+        assert r.data.params == {"seed": str(i)}
+        hist = store.client.get_metric_history(r.info.run_id, "train.loss")
+        assert sorted(m.step for m in hist) == list(range(50))
+        assert r.data.metrics["train.acc"] == i
+        arts = [a.path for a in store.client.list_artifacts(r.info.run_id, "tables")]
+        assert arts == ["tables/table.csv"]
+
+
+def test_collector_reports_a_failed_write_and_marks_a_dropped_job_killed(store, monkeypatch):
+    collector = _tracking.Collector(store.client, store.exp_id)
+    monkeypatch.setenv(_tracking.ENV_COLLECTOR, collector.address)
+    try:
+        # a write the store refuses (an artifact that does not exist) fails the job's end()
+        run = _tracking.JobRun("p/train/bad", {"ibrobust.rule": "train"}, {})
+        run.artifact("/nonexistent/figure.png", "figures")
+        with pytest.raises(RuntimeError, match="MLflow logging failed.*collector: error"):
+            run.end("FINISHED")
+        # a job process that dies without end(): its connection drops, the run ends KILLED
+        code = (
+            f"import os, sys; sys.path.insert(0, {str(REPO / 'workflow_scripts')!r}); "
+            "import _tracking; run = _tracking.JobRun('p/train/killed', {}, {}); "
+            "assert run.via == 'collector'; run.metrics({'train.loss': 0.5}); run.flush(); "
+            "os._exit(9)"
+        )
+        assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 9
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            runs = _runs(store, "p/train/killed")
+            if runs and runs[0].info.status != "RUNNING":
+                break
+            time.sleep(0.1)
+        assert runs[0].info.status == "KILLED"
+    finally:
+        collector.stop()
+
+
+def test_job_run_without_a_reachable_collector_starts_its_own_writer(store, tmp_path, monkeypatch):
+    """A SLURM job on another node cannot reach the collector's socket: it logs anyway."""
+    monkeypatch.setenv(_tracking.ENV_COLLECTOR, str(tmp_path / "gone.sock"))
+    run = _tracking.JobRun("p/train/far", {"ibrobust.rule": "train"}, {"a": 1}, None)
+    assert run.via == "process"
+    run.metrics({"train.loss": 0.25}, step=3)
+    run.end("FINISHED")
+    (r,) = _runs(store, "p/train/far")
+    assert r.info.status == "FINISHED" and r.data.metrics["train.loss"] == 0.25
