@@ -17,7 +17,10 @@ n=4000). Prints one table, never asserts. All numbers are measured in this run, 
   * ibrobust per run: ``ibrobust.training.prelu.train_prelu`` (manual backward, fused
     in-place update);
   * ibrobust sweep S: ``train_prelu_sweep`` on S runs (alphas x seeds) as one program;
-    throughput counted per run-equivalent (S * samples / wall time).
+    throughput counted per run-equivalent (S * samples / wall time);
+  * ", bf16" rows: the same with ``matmul="bf16"`` (the two big products take bfloat16
+    operands with fp32 accumulation; weights and everything else stay fp32). The last
+    column compares with our fp32 per-run row.
 
 Each row times one epoch (n / 100 steps) after a warm-up, best of ``--repeats``. GFLOP/s
 counts the two big products per step (forward x W^T, backward g^T x: 4 B D h flops).
@@ -25,7 +28,7 @@ counts the two big products per step (forward x W^T, backward g^T x: 4 B D h flo
 it is the better estimate of what an idle core would do, for 1 thread). The last lines
 project the paper protocol: 15 alphas x 5 seeds x p in {1, 3} x 401 epochs x n=20000.
 
-    python benchmarks/bench_prelu_training.py [--threads 2] [--cpu-h 200] [--sweep 4]
+    python benchmarks/bench_prelu_training.py [--threads 2] [--cpu-h 200] [--sweep 4] [--matmul fp32]
 """
 
 from __future__ import annotations
@@ -127,8 +130,8 @@ def nets(d: int, h: int, p: float, count: int):
     ]
 
 
-def time_ours(x, y, h, p) -> tuple[float, float]:
-    cfg = PreluTrainConfig(lr=LR, batch_size=BATCH, epochs=1)
+def time_ours(x, y, h, p, matmul: str = "fp32") -> tuple[float, float]:
+    cfg = PreluTrainConfig(lr=LR, batch_size=BATCH, epochs=1, matmul=matmul)
     d = x.shape[1]
     train_prelu(nets(d, h, p, 1)[0], x[: 5 * BATCH], y[: 5 * BATCH], cfg, seed=0)  # warm-up
     net = nets(d, h, p, 1)[0]
@@ -137,9 +140,9 @@ def time_ours(x, y, h, p) -> tuple[float, float]:
     return _since(t0)
 
 
-def time_sweep(xs, ys, h, p) -> tuple[float, float]:
+def time_sweep(xs, ys, h, p, matmul: str = "fp32") -> tuple[float, float]:
     s, d = xs.shape[0], xs.shape[2]
-    cfg = PreluTrainConfig(lr=LR, batch_size=BATCH, epochs=1)
+    cfg = PreluTrainConfig(lr=LR, batch_size=BATCH, epochs=1, matmul=matmul)
     warm = nets(d, h, p, s)
     train_prelu_sweep(warm, xs[:, : 5 * BATCH], ys[:, : 5 * BATCH], cfg, list(range(s)))
     ns = nets(d, h, p, s)
@@ -165,6 +168,13 @@ def main() -> None:
     ap.add_argument("--ps", type=float, nargs="*", default=[1.0, 3.0])
     ap.add_argument("--repeats", type=int, default=2, help="best of r timings per row")
     ap.add_argument("--skip-loader", action="store_true", help="skip the DataLoader row")
+    ap.add_argument(
+        "--matmul",
+        nargs="+",
+        choices=["fp32", "bf16"],
+        default=["fp32", "bf16"],
+        help="operand precisions of our big products to time (PreluTrainConfig.matmul)",
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -188,11 +198,15 @@ def main() -> None:
             impls.append(
                 ("official loop, no DataLoader", partial(time_official, x, y, h, p, False), 1)
             )
-            impls.append(("ibrobust per run", partial(time_ours, x, y, h, p), 1))
-            for s in sweeps:
-                xs = torch.stack([dd[0] for dd in data[:s]])
-                ys = torch.stack([dd[1] for dd in data[:s]])
-                impls.append((f"ibrobust sweep S={s}", partial(time_sweep, xs, ys, h, p), s))
+            for mm in args.matmul:
+                tag = "" if mm == "fp32" else f", {mm}"
+                impls.append((f"ibrobust per run{tag}", partial(time_ours, x, y, h, p, mm), 1))
+                for s in sweeps:
+                    xs = torch.stack([dd[0] for dd in data[:s]])
+                    ys = torch.stack([dd[1] for dd in data[:s]])
+                    impls.append(
+                        (f"ibrobust sweep S={s}{tag}", partial(time_sweep, xs, ys, h, p, mm), s)
+                    )
             for name, fn, runs in impls:
                 wall, cpu = min(fn() for _ in range(args.repeats))
                 rows.append((name, d, h, p, runs * n / wall, runs * n / cpu))
@@ -210,20 +224,25 @@ def main() -> None:
     print(f"machine fp32 matmul peak (2048^3 GEMM, {args.threads} threads): {peak:.1f} GFLOP/s")
     print("GFLOP/s counts 4 B D h flops per step (forward x W^T, backward g^T x) per wall second;")
     print("'per CPU-s' = samples per second of process CPU time (all threads), robust to load.\n")
+    print("'% peak' is against the fp32 peak, also for bf16 rows (bfloat16 products run up to")
+    print("~4x faster than fp32 ones on CPUs with AVX512-BF16, so bf16 rows may exceed 100%).\n")
     print(
-        f"{'implementation':<30}{'D':>5}{'h':>6}{'p':>3}{'samples/s':>11}{'GFLOP/s':>9}"
-        f"{'% peak':>7}{'per CPU-s':>11}{'vs official':>12}"
+        f"{'implementation':<34}{'D':>5}{'h':>6}{'p':>3}{'samples/s':>11}{'GFLOP/s':>9}"
+        f"{'% peak':>7}{'per CPU-s':>11}{'vs official':>12}{'vs per run':>11}"
     )
-    base = {}
+    base, ours = {}, {}
     for name, d, h, p, sps, _ in rows:
         if name.startswith("official") and ((d, h, p) not in base):
             base[(d, h, p)] = sps
+        if name == "ibrobust per run":
+            ours[(d, h, p)] = sps
     for name, d, h, p, sps, spc in rows:
         gf = sps * 4 * d * h / 1e9
         rel = sps / base[(d, h, p)]
+        mine = f"{sps / ours[(d, h, p)]:>10.2f}x" if (d, h, p) in ours else f"{'-':>11}"
         print(
-            f"{name:<30}{d:>5}{h:>6}{p:>3g}{sps:>11.0f}{gf:>9.1f}{100 * gf / peak:>6.0f}%"
-            f"{spc:>11.0f}{rel:>11.2f}x"
+            f"{name:<34}{d:>5}{h:>6}{p:>3g}{sps:>11.0f}{gf:>9.1f}{100 * gf / peak:>6.0f}%"
+            f"{spc:>11.0f}{rel:>11.2f}x{mine}"
         )
 
     if args.h:
@@ -235,7 +254,7 @@ def main() -> None:
             sps = {r[3]: r[4] for r in rows if r[0] == name and r[1] == 1000}
             if {1.0, 3.0} <= sps.keys():
                 hours = sum(75 * 401 * 20000 / sps[p] for p in (1.0, 3.0)) / 3600
-                print(f"  {name:<30}{hours:7.1f} h")
+                print(f"  {name:<34}{hours:7.1f} h")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ radii, the neuron alignment summary, and the scale-invariant distances to F and 
 1/sqrt(K) = 0.316 (ReLU) and sqrt(2)/2 = 0.707 (pReLU, p > 2).
 
     python benchmarks/check_prelu_synthetic.py --h 200 --n 2000 --epochs 100 \
-        --alphas 0.05 0.2 --seeds 0 1 --ps 1 2 3 4
+        --alphas 0.05 0.2 --seeds 0 1 --ps 1 2 3 4 [--matmul bf16]
 """
 
 from __future__ import annotations
@@ -78,6 +78,12 @@ def main() -> None:
     ap.add_argument("--pgd-restarts", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument(
+        "--matmul",
+        choices=["fp32", "bf16"],
+        default="fp32",
+        help="operand precision of the training's two big products (PreluTrainConfig.matmul)",
+    )
+    ap.add_argument(
         "--log-every", type=int, default=0, help="print the running loss every k epochs"
     )
     args = ap.parse_args()
@@ -87,10 +93,10 @@ def main() -> None:
     datasets = {(a, s): data_for(args.d, args.n, args.n_test, a, s) for a, s in runs}
     x = torch.stack([datasets[r][0].train.x for r in runs])  # (S, n, D)
     y = torch.stack([datasets[r][2] for r in runs])  # (S, n)
-    tcfg = PreluTrainConfig(lr=0.2, batch_size=100, epochs=args.epochs)
+    tcfg = PreluTrainConfig(lr=0.2, batch_size=100, epochs=args.epochs, matmul=args.matmul)
     pgd_cfg = PGDConfig(norm="l2", steps=args.pgd_steps, restarts=args.pgd_restarts, step_size=0.1)
     print(
-        f"D={args.d} h={args.h} n={args.n} epochs={args.epochs} ({args.epochs * math.ceil(args.n / 100)} steps) "
+        f"matmul={args.matmul} D={args.d} h={args.h} n={args.n} epochs={args.epochs} ({args.epochs * math.ceil(args.n / 100)} steps) "
         f"alphas={args.alphas} seeds={args.seeds}; radii={args.radii}; "
         f"reference radii {relu_nonrobust_radius(K):.3f} (ReLU), {PRELU_ROBUST_RADIUS:.3f} (pReLU)"
     )

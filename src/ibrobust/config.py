@@ -225,6 +225,16 @@ def _check_trained_models(cfg: dict, st: dict, where: str, kinds: tuple[str, ...
                 f"config key {where}.models[{i}]: {m!r} is of kind {kind!r}; a {st['kind']} "
                 f"study trains {' or '.join(kinds)}"
             )
+    for o in st.get("optimizers", []):
+        if cfg["optimizers"][o].get("matmul", "fp32") == "fp32":
+            continue
+        for m in st["models"]:
+            if cfg["models"][m]["kind"] != "prelu":
+                raise ConfigError(
+                    f"config key optimizers.{o}.matmul: {cfg['optimizers'][o]['matmul']!r} "
+                    f"products exist for prelu models only, but {where} trains {m!r} "
+                    f"(kind {cfg['models'][m]['kind']!r}) with {o!r}; use fp32 there"
+                )
 
 
 # what AutoAttack can run on two logits (the binary task): no DLR loss (>= 3 classes), no

@@ -132,6 +132,8 @@ BAD = [
     ("mnist-negative-radius", {"studies": {"prelu": {"mnist": {"radii": {"l1": [0.0, -5.0]}}}}}, f"{MN}.radii.l1[1]", "minimum"),
     ("mnist-grid-without-attack", {"attacks": {"aa_l1": AA_L3}, "studies": {"prelu": {"mnist": {"attacks": ["apgdce_linf", "apgdce_l2"], "radii": {"linf": [0.0, 0.1], "l2": [0.0, 1.0], "l1": [0.0, 5.0]}}}}}, f"{MN}.radii.l1", "no attack"),
     ("mnist-fine-loss-without-multiclass", {"studies": {"prelu": {"mnist": {"supervisions": ["binary"], "attacks": ["pgd_ce_img"], "radii": [0.0, 1.0]}}}}, f"{MN}.attacks[0]", "no multiclass model"),
+    ("matmul-fp16", {"optimizers": {"adam_prelu": {"matmul": "fp16"}}}, "optimizers.adam_prelu.matmul", "is not one of"),
+    ("bf16-for-a-cnn", {"optimizers": {"adam_img": {"matmul": "bf16"}}}, "optimizers.adam_img.matmul", "prelu models only"),
     ("mnist-full-aa-on-binary", {"attacks": {"apgdce_linf": {"attacks": None}}}, f"{MN}.attacks[0]", "two logits"),
 ]  # fmt: skip
 
@@ -167,3 +169,21 @@ def test_cross_paper_entries_are_one_config_entry():
     }
     cfg = validate_config(merged(BASE, overlay), SCHEMA)
     assert cfg["studies"]["fa"]["models"][1] == "prelu_p3"
+
+
+def test_bf16_products_are_one_optimizer_key_for_prelu_training():
+    from ibrobust.experiments.networks import prelu_train_fields
+
+    cfg = validate_config(
+        merged(
+            BASE,
+            {"optimizers": {"sgd_prelu": {"matmul": "bf16"}, "adam_prelu": {"matmul": "fp32"}}},
+        ),
+        SCHEMA,
+    )
+    assert prelu_train_fields(cfg["optimizers"]["sgd_prelu"], "binary")["matmul"] == "bf16"
+    assert prelu_train_fields(cfg["optimizers"]["adam_prelu"], "multiclass")["matmul"] == "fp32"
+    # absent = fp32, and absent from the job's params (adding the key reruns nothing)
+    default = validate_config(merged(BASE, {}), SCHEMA)
+    assert "matmul" not in default["optimizers"]["sgd_prelu"]
+    assert "matmul" not in prelu_train_fields(default["optimizers"]["sgd_prelu"], "binary")

@@ -239,3 +239,67 @@ def test_sweep_on_shared_expanded_data_equals_sequential_runs():
     for s, (net, _, _) in enumerate(probs):
         seq = train_prelu(net, x, y, cfg, seed=s)
         torch.testing.assert_close(swp[s].model.weight, seq.model.weight, rtol=1e-10, atol=1e-13)
+
+
+# ---------------------------------------------------------------- bfloat16 products
+
+
+def _float32(prob):
+    net, x, y = prob
+    net = PreluNet(
+        net.weight.detach().float(),
+        net.out_weight.detach().float(),
+        net.readout.float(),
+        net.p,
+        out_bias=None if net.out_bias is None else net.out_bias.detach().float(),
+        center=net.center.float(),
+        normalize_input=net.normalize_input,
+    )
+    return net, x.float(), y.float() if y.is_floating_point() else y
+
+
+@pytest.mark.parametrize(
+    "kw, cfg",
+    [
+        ({"p": 1}, PreluTrainConfig(batch_size=5, epochs=3)),
+        ({"p": 3, "std": 1e-7}, PreluTrainConfig(batch_size=5, epochs=3)),
+        (
+            {"p": 2, "heads": 4, "normalize": True, "bias": True},
+            PreluTrainConfig(lr=1e-2, batch_size=8, epochs=3, loss="ce", optimizer="adam"),
+        ),
+    ],
+)
+def test_bf16_products_track_fp32_training_at_bfloat16_precision(kw, cfg):
+    """matmul='bf16' rounds the operands of x W^T and of the weight-gradient product to
+    bfloat16 (8 significant bits): the iterates differ from fp32 training by about that
+    relative amount - not zero (the products really are bfloat16), not more."""
+    from dataclasses import replace
+
+    net, x, y = _float32(_problem(3, **kw))
+    full = train_prelu(net, x, y, cfg, seed=5).model
+    low = train_prelu(net, x, y, replace(cfg, matmul="bf16"), seed=5).model
+    assert low.weight.dtype == torch.float32  # the weights stay fp32
+    for a, b in ((low.weight, full.weight), (low.out_weight, full.out_weight)):
+        rel = float((a - b).detach().norm() / b.detach().norm())
+        assert 1e-5 < rel < 3e-2, rel
+    assert net.weight.dtype == torch.float32
+
+
+def test_bf16_sweep_equals_sequential_bf16_runs_and_bad_inputs():
+    probs = [_float32(_problem(s, p=3, std=1e-7)) for s in range(3)]
+    cfg = PreluTrainConfig(batch_size=6, epochs=2, matmul="bf16")
+    swp = train_prelu_sweep(
+        [pr[0] for pr in probs],
+        torch.stack([pr[1] for pr in probs]),
+        torch.stack([pr[2] for pr in probs]),
+        cfg,
+        [0, 1, 2],
+    )
+    for s, (net, x, y) in enumerate(probs):
+        seq = train_prelu(net, x, y, cfg, seed=s)
+        torch.testing.assert_close(swp[s].model.weight, seq.model.weight, rtol=1e-5, atol=1e-12)
+    with pytest.raises(ValueError, match="matmul"):
+        PreluTrainConfig(matmul="fp16")
+    net, x, y = _problem(0)  # float64 data
+    with pytest.raises(ValueError, match="matmul='bf16' trains fp32 weights"):
+        train_prelu(net, x, y, cfg, seed=0)

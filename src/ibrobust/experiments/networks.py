@@ -106,6 +106,8 @@ def prelu_train_fields(opt: dict, supervision: str) -> dict[str, Any]:
         fields["batch_size"] = int(opt["batch_size"])
     if "betas" in opt:
         fields["betas"] = tuple(float(b) for b in opt["betas"])
+    if "matmul" in opt:
+        fields["matmul"] = str(opt["matmul"])
     return fields
 
 

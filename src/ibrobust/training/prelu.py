@@ -58,6 +58,7 @@ from ibrobust.seeding import torch_generator
 from ibrobust.training.exp_loss import exp_margin_loss_grad
 
 LOSSES = ("exp", "ce", "logistic")
+MATMULS = ("fp32", "bf16")  # operand precision of the two big products
 MARGIN_LOSSES = ("exp", "logistic")  # losses of the binary score y f(x), labels +-1
 OPTIMIZERS = ("sgd", "adam")
 
@@ -73,6 +74,7 @@ class PreluTrainConfig:
     adam_eps: float = 1e-8  # Adam only (torch default)
     eval_every: int = 0  # full-training-set loss/accuracy every k epochs; 0 = never
     eval_chunk: int = 4096  # rows per forward in the full-set evaluation
+    matmul: str = "fp32"  # "bf16": the two big products take bfloat16 operands (see module doc)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lr) and self.lr > 0):
@@ -89,6 +91,8 @@ class PreluTrainConfig:
             raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas}")
         if not self.adam_eps > 0:
             raise ValueError(f"adam_eps must be > 0, got {self.adam_eps}")
+        if self.matmul not in MATMULS:
+            raise ValueError(f"matmul must be one of {MATMULS}, got {self.matmul!r}")
         if self.eval_every < 0 or self.eval_chunk < 1:
             raise ValueError(
                 f"eval_every must be >= 0 and eval_chunk >= 1, got {self.eval_every}, {self.eval_chunk}"
@@ -121,9 +125,15 @@ def _prepare(x: torch.Tensor, spec: _Spec) -> tuple[torch.Tensor, torch.Tensor |
     return xc * safe_inverse(t), t
 
 
-def _forward(xt, t, w, v, b, p):
-    """Logits (S, B, H) and the pieces the backward pass reuses."""
-    u = torch.bmm(xt, w.transpose(1, 2))  # (S, B, h)
+def _forward(xt, t, w, v, b, p, w_lp=None):
+    """Logits (S, B, H) and the pieces the backward pass reuses.
+
+    ``w_lp``: a bfloat16 copy of w; then x W^T takes bfloat16 operands (fp32 accumulation)
+    and everything after it is fp32 again."""
+    if w_lp is None:
+        u = torch.bmm(xt, w.transpose(1, 2))  # (S, B, h)
+    else:
+        u = torch.bmm(xt.to(w_lp.dtype), w_lp.transpose(1, 2)).float()
     if p == 1:
         a = torch.relu(u)
         s = inv_s = rp1 = None
@@ -174,6 +184,11 @@ def _grads(g, t, cache, p):
     # dL/da diag(p / s) = g (V diag(s) diag(p / s)) = p g V: the column scaling is free
     gz = torch.bmm(gt, v * p).mul_(rp1)  # (S, B, h) = dL/da * p ReLU(z)^(p-1) / s
     return gv * s.unsqueeze(1), gz, (p - 1) * q * inv_s.square()
+
+
+def _low_bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """a @ b with bfloat16 operands and fp32 accumulation, rounded into ``out`` (bfloat16)."""
+    return torch.bmm(a.to(torch.bfloat16), b.to(torch.bfloat16), out=out)
 
 
 class _Adam:
@@ -282,6 +297,13 @@ def _train_stacked(
     y_rows = labels[0] if y_shared else labels.reshape(-1)  # (n | S n,)
     x_off, y_off = (0 if x_shared else run_offsets), (0 if y_shared else run_offsets)
     tensors = [w, v] + ([b] if has_b else [])
+    low = cfg.matmul == "bf16"
+    if low and dt != torch.float32:
+        raise ValueError(f"matmul='bf16' trains fp32 weights; got data of dtype {dt}")
+    # bfloat16 copies of W and of its gradient product, allocated once: a fresh (S, h, D)
+    # buffer per step costs more in page faults than the conversion itself
+    w_lp = torch.empty_like(w, dtype=torch.bfloat16) if low else None
+    gw_lp = torch.empty_like(w, dtype=torch.bfloat16) if low else None
     adam = _Adam(tensors, lr, cfg.betas, cfg.adam_eps) if cfg.optimizer == "adam" else None
     histories: list[list[dict]] = [[] for _ in range(n_runs)]
     steps = 0
@@ -309,7 +331,9 @@ def _train_stacked(
             xb = x_rows.index_select(0, (idx + x_off).reshape(-1)).view(n_runs, -1, x.shape[2])
             yb = y_rows.index_select(0, (idx + y_off).reshape(-1)).view(n_runs, -1)  # (S, B)
             xt, t = _prepare(xb, spec)
-            logits, cache = _forward(xt, t, w, v, b, p)
+            if low:
+                w_lp.copy_(w)
+            logits, cache = _forward(xt, t, w, v, b, p, w_lp)
             val, cor, g = _loss_grad(logits, yb, readout, cfg.loss)
             loss_sum.add_(val, alpha=idx.shape[1])  # float64 accumulators
             correct.add_(cor)
@@ -321,9 +345,15 @@ def _train_stacked(
                     b.sub_(gb, alpha=lr)
                 if c is not None:
                     w.mul_((1 + lr * c).unsqueeze(-1))  # the ||w_j|| term, along w_j
-                w.baddbmm_(gz.transpose(1, 2), xt, alpha=-lr)  # (S, h, D), fused update
+                if low:  # the product in bfloat16, the update in fp32
+                    w.sub_(_low_bmm(gz.transpose(1, 2), xt, gw_lp), alpha=lr)
+                else:
+                    w.baddbmm_(gz.transpose(1, 2), xt, alpha=-lr)  # (S, h, D), fused update
             else:
-                gw = torch.bmm(gz.transpose(1, 2), xt)  # (S, h, D)
+                if low:
+                    gw = _low_bmm(gz.transpose(1, 2), xt, gw_lp).float()
+                else:
+                    gw = torch.bmm(gz.transpose(1, 2), xt)  # (S, h, D)
                 if c is not None:
                     gw.sub_(c.unsqueeze(-1) * w)
                 adam.step(tensors, [gw, gv] + ([gb] if has_b else []))
