@@ -75,14 +75,14 @@ def test_run_name_puts_the_study_first():
     )
 
 
-def test_job_run_streams_metrics_while_the_job_runs(tmp_path, monkeypatch):
-    """A JobRun flushes buffered metrics every ``flush_every`` seconds: they are in the store
-    (as a UI would read them) while the run is still RUNNING."""
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """A fresh SQLite store with a parent run, exported to JobRuns as a workflow would."""
     from mlflow.tracking import MlflowClient
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
-    exp_id = client.create_experiment("progress", artifact_location=(tmp_path / "a").as_uri())
+    exp_id = client.create_experiment("collector", artifact_location=(tmp_path / "a").as_uri())
     parent = client.create_run(exp_id, run_name="workflow test")
     env = {
         _tracking.ENV_ENABLED: "1",
@@ -92,9 +92,22 @@ def test_job_run_streams_metrics_while_the_job_runs(tmp_path, monkeypatch):
     }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
+    return SimpleNamespace(client=client, exp_id=exp_id, parent=parent.info.run_id, uri=uri)
+
+
+@pytest.mark.parametrize("via", ["collector", "process"])
+def test_job_run_streams_metrics_while_the_job_runs(via, store, tmp_path, monkeypatch):
+    """A JobRun flushes buffered metrics every ``flush_every`` seconds: they are in the store
+    (as a UI would read them) while the run is still RUNNING - through the workflow's
+    collector and through a job's own writer process alike."""
+    client, exp_id, uri = store.client, store.exp_id, store.uri
+    collector = _tracking.Collector(client, exp_id) if via == "collector" else None
+    if collector is not None:
+        monkeypatch.setenv(_tracking.ENV_COLLECTOR, collector.address)
     run = _tracking.JobRun(
         "p/train/x", {"ibrobust.rule": "train"}, {"a": 1}, str(tmp_path / "j.log")
     )
+    assert run.via == via
 
     def history():
         runs = client.search_runs([exp_id], "attributes.run_name = 'p/train/x'")
@@ -117,29 +130,11 @@ def test_job_run_streams_metrics_while_the_job_runs(tmp_path, monkeypatch):
     assert len({n for _, n in seen}) >= 2, seen
     assert all(status == "RUNNING" for status, _ in seen), seen
     run.end("FINISHED")
+    if collector is not None:
+        collector.stop()
     r, hist = history()
     assert r.info.status == "FINISHED" and len(hist) == step
     assert os.environ[_tracking.ENV_URI] == uri
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    """A fresh SQLite store with a parent run, exported to JobRuns as a workflow would."""
-    from mlflow.tracking import MlflowClient
-
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    client = MlflowClient(tracking_uri=uri)
-    exp_id = client.create_experiment("collector", artifact_location=(tmp_path / "a").as_uri())
-    parent = client.create_run(exp_id, run_name="workflow test")
-    env = {
-        _tracking.ENV_ENABLED: "1",
-        _tracking.ENV_URI: uri,
-        _tracking.ENV_EXPERIMENT: exp_id,
-        _tracking.ENV_PARENT: parent.info.run_id,
-    }
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return SimpleNamespace(client=client, exp_id=exp_id, parent=parent.info.run_id)
 
 
 def _runs(store, name):
