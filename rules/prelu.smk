@@ -2,8 +2,8 @@
 # models and attacks come from the shared rules (dataset, train, attack); this file adds the
 # analysis of the synthetic half's runs (neuron alignment, distances to the ideal classifiers
 # F and F^(p)) and the figures and tables of both halves. The analysis is one job over all
-# runs rather than one per run: it takes ~0.1 s per run, while every job costs ~5-8 s of CPU
-# (interpreter, torch and the MLflow sink), which would more than double the half's budget.
+# runs rather than one per run: it takes ~0.1 s per run, while every job costs ~2.5 s of
+# CPU (interpreter and torch import), more than the analysis of a whole run.
 
 
 rule prelu_analyze:

@@ -9,8 +9,8 @@ Snakemake owns the pipeline; MLflow only receives data (no rule reads it back).
   race to create a fresh SQLite store - opens the parent run and exports what jobs need
   through IBROBUST_* environment variables (inherited by local and SLURM jobs alike:
   the SLURM executor submits with ``--export=ALL``).
-* ``end_workflow`` (``onsuccess``/``onerror``) closes the parent run and stops the
-  server, if the run started one.
+* ``end_workflow`` (``onsuccess``/``onerror``) stops the collector, closes the parent run
+  and stops the server, if the run started one.
 * :class:`JobRun` is one job's child run: flat dotted params, metrics with explicit
   steps (buffered and flushed in batches), artifacts in named folders, and tags for
   the rule, the wildcards, the git commit and the config hash.
@@ -169,8 +169,9 @@ def start_workflow(config: dict, config_hash: str, basedir: str) -> None:
         {ENV_ENABLED: "1", ENV_URI: uri, ENV_EXPERIMENT: exp_id, ENV_PARENT: run.info.run_id}
     )
     global _collector
-    _collector = Collector(client, exp_id)
-    os.environ[ENV_COLLECTOR] = _collector.address
+    _collector = start_collector(client, exp_id)
+    if _collector is not None:
+        os.environ[ENV_COLLECTOR] = _collector.address
 
 
 _collector: Collector | None = None
@@ -307,17 +308,17 @@ class _SinkProcess:
 class _SocketWriter:
     """Writer: a connection to the workflow's :class:`Collector`."""
 
+    REPLY_TIMEOUT = 600.0  # s: a collector stuck on its store fails the job, never hangs it
+
     def __init__(self, sock):
         self._sock = sock
-        self._file = sock.makefile("rw", encoding="utf-8")
         self._lost: str | None = None
 
     def send(self, line: str) -> None:
         if self._lost:
             return
         try:
-            self._file.write(line)
-            self._file.flush()
+            self._sock.sendall(line.encode())
         except OSError as err:
             self._lost = f"connection to the collector lost: {err}"
 
@@ -328,14 +329,20 @@ class _SocketWriter:
             if self._lost:
                 return self._lost
             self._sock.shutdown(socket.SHUT_WR)
-            reply = self._file.readline().strip()
-            if reply == "ok":
+            self._sock.settimeout(self.REPLY_TIMEOUT)
+            reply = b""
+            while not reply.endswith(b"\n"):
+                chunk = self._sock.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+            reply_text = reply.decode(errors="replace").strip()
+            if reply_text == "ok":
                 return None
-            return f"collector: {reply or 'no reply (the workflow process ended?)'}"
+            return f"collector: {reply_text or 'no reply (the workflow process ended?)'}"
         except OSError as err:
             return f"connection to the collector lost: {err}"
         finally:
-            self._file.close()
             self._sock.close()
 
 
@@ -346,11 +353,13 @@ def _connect(address: str | None) -> _SocketWriter | None:
     import socket
 
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10.0)
     try:
         sock.connect(address)
     except OSError:  # not on this node, or the workflow process is gone
         sock.close()
         return None
+    sock.settimeout(_SocketWriter.REPLY_TIMEOUT)
     return _SocketWriter(sock)
 
 
@@ -391,45 +400,80 @@ class _RunWriter:
         else:
             raise ValueError(f"unknown message op {op!r}")
 
+    def abandon(self, failed: bool) -> None:
+        """The job's stream ended without ``end``: the run ends KILLED (the job died) or
+        FAILED (writing it failed), best effort, instead of staying RUNNING."""
+        if self.run_id and not self.ended:
+            try:
+                _retry(
+                    self.client.set_terminated, self.run_id, status="FAILED" if failed else "KILLED"
+                )
+            except Exception:  # noqa: BLE001 - the store itself may be what failed
+                pass
+
+
+def _whole_lines(stream):
+    """The complete (newline-terminated) lines of a byte or text stream: a job killed in the
+    middle of a write leaves a partial last line, which is dropped, not parsed."""
+    for raw in stream:
+        if raw.endswith(b"\n" if isinstance(raw, bytes) else "\n"):
+            yield raw
+
 
 class Collector:
     """The workflow's MLflow writer: a Unix-socket server in a thread of this process.
 
     Each connection is one job's run. Messages are applied as they arrive (so metric
-    curves grow in the UI while a job trains), one at a time across connections (the
-    SQLite store takes one writer). After the job's ``end`` the collector answers
-    ``ok`` or ``error <reason>``; a connection that drops before ``end`` (a killed job)
-    leaves its run marked KILLED.
+    curves grow in the UI while a job trains); store writes are serialised across
+    connections (the SQLite store takes one writer), artifact copies are not. After the
+    job's ``end`` the collector answers ``ok`` or ``error <reason>`` (the traceback goes to
+    this process's stderr, i.e. the Snakemake log); a connection that drops before ``end``
+    (a killed job) leaves its run KILLED, one whose writes failed FAILED.
     """
 
     def __init__(self, client, experiment_id: str):
+        import atexit
+        import shutil
         import socketserver
         import tempfile
         import threading
 
-        self._dir = tempfile.mkdtemp(prefix="ibrobust-")  # short: AF_UNIX paths <= 107 bytes
+        # short: AF_UNIX paths are at most 107 bytes, and $TMPDIR can be long
+        base = tempfile.gettempdir()
+        self._dir = tempfile.mkdtemp(prefix="ibrobust-", dir=base if len(base) <= 60 else "/tmp")
+        atexit.register(shutil.rmtree, self._dir, True)  # also when end_workflow never runs
         self.address = os.path.join(self._dir, "collector.sock")
         lock = threading.Lock()
 
         class Handler(socketserver.StreamRequestHandler):
             def handle(self) -> None:
                 import json
+                import traceback
 
                 run = _RunWriter(client, experiment_id)
                 error = None
-                for raw in self.rfile:
+                for raw in _whole_lines(self.rfile):
                     try:
                         msg = json.loads(raw)
                         if error is None:
-                            with lock:
+                            if msg.get("op") == "artifact":  # a file copy: no store lock
                                 run.apply(msg)
+                            else:
+                                with lock:
+                                    run.apply(msg)
                     except Exception as err:  # noqa: BLE001 - reported to the job
-                        error = error or f"{type(err).__name__}: {err}"
+                        if error is None:
+                            error = f"{type(err).__name__}: {err}"
+                            print(
+                                f"ibrobust collector: run {run.run_id}: {traceback.format_exc()}",
+                                file=sys.stderr,
+                                flush=True,
+                            )
                     if run.ended:
                         break
-                if not run.ended and run.run_id and error is None:
+                if not run.ended:
                     with lock:
-                        _retry(client.set_terminated, run.run_id, status="KILLED")
+                        run.abandon(failed=error is not None)
                 try:
                     self.wfile.write(("ok\n" if error is None else f"error {error}\n").encode())
                 except OSError:
@@ -450,6 +494,20 @@ class Collector:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
+def start_collector(client, experiment_id: str) -> Collector | None:
+    """A :class:`Collector`, or None (with a warning) where none can listen here: jobs then
+    start their own writer processes, as under SLURM on another node."""
+    try:
+        return Collector(client, experiment_id)
+    except OSError as err:
+        print(
+            f"ibrobust: no MLflow collector ({err}); each job starts its own writer process",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
+
+
 def _sink() -> None:
     """Apply the JSON lines a :class:`JobRun` sends on stdin to the MLflow store."""
     import json
@@ -457,8 +515,15 @@ def _sink() -> None:
     from mlflow.tracking import MlflowClient
 
     run = _RunWriter(MlflowClient(tracking_uri=os.environ[ENV_URI]), os.environ[ENV_EXPERIMENT])
-    for line in sys.stdin:
-        run.apply(json.loads(line))
+    try:
+        for line in _whole_lines(sys.stdin):
+            run.apply(json.loads(line))
+            if run.ended:
+                break
+    except BaseException:
+        run.abandon(failed=True)
+        raise
+    run.abandon(failed=False)  # a no-op after end; KILLED if the job died before it
 
 
 if __name__ == "__main__":

@@ -225,15 +225,25 @@ def _check_trained_models(cfg: dict, st: dict, where: str, kinds: tuple[str, ...
                 f"config key {where}.models[{i}]: {m!r} is of kind {kind!r}; a {st['kind']} "
                 f"study trains {' or '.join(kinds)}"
             )
+    _check_matmul(cfg, st, where)
+
+
+def _check_matmul(cfg: dict, st: dict, where: str) -> None:
+    """``matmul: bf16`` only where the fast pReLU loop trains (ibrobust.kinds.trainer):
+    elsewhere it would be silently ignored."""
+    from ibrobust.kinds import trainer
+
     for o in st.get("optimizers", []):
-        if cfg["optimizers"][o].get("matmul", "fp32") == "fp32":
+        opt = cfg["optimizers"][o]
+        if opt.get("matmul", "fp32") == "fp32":
             continue
         for m in st["models"]:
-            if cfg["models"][m]["kind"] != "prelu":
+            if trainer(cfg["models"][m], opt) != "prelu":
                 raise ConfigError(
-                    f"config key optimizers.{o}.matmul: {cfg['optimizers'][o]['matmul']!r} "
-                    f"products exist for prelu models only, but {where} trains {m!r} "
-                    f"(kind {cfg['models'][m]['kind']!r}) with {o!r}; use fp32 there"
+                    f"config key optimizers.{o}.matmul: {opt['matmul']!r} products exist only "
+                    f"in the pReLU loop (prelu models under sgd/adam without momentum, "
+                    f"weight_decay, stop_loss or n_checkpoints), but {where} trains {m!r} "
+                    f"(kind {cfg['models'][m]['kind']!r}) with {o!r} another way; use fp32 there"
                 )
 
 
@@ -534,6 +544,7 @@ def _check_prelu(cfg: dict, st: dict, where: str) -> None:
             )
         _check_prelu_losses(cfg, syn, w)
         _check_part_attacks(cfg, syn, w, "prelu")
+        _check_matmul(cfg, syn, w)
     if mn is not None:
         w = f"{where}.mnist"
         _check_registry_names(cfg, mn, w, ("datasets", "models", "optimizers", "attacks"))

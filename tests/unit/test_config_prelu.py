@@ -133,7 +133,8 @@ BAD = [
     ("mnist-grid-without-attack", {"attacks": {"aa_l1": AA_L3}, "studies": {"prelu": {"mnist": {"attacks": ["apgdce_linf", "apgdce_l2"], "radii": {"linf": [0.0, 0.1], "l2": [0.0, 1.0], "l1": [0.0, 5.0]}}}}}, f"{MN}.radii.l1", "no attack"),
     ("mnist-fine-loss-without-multiclass", {"studies": {"prelu": {"mnist": {"supervisions": ["binary"], "attacks": ["pgd_ce_img"], "radii": [0.0, 1.0]}}}}, f"{MN}.attacks[0]", "no multiclass model"),
     ("matmul-fp16", {"optimizers": {"adam_prelu": {"matmul": "fp16"}}}, "optimizers.adam_prelu.matmul", "is not one of"),
-    ("bf16-for-a-cnn", {"optimizers": {"adam_img": {"matmul": "bf16"}}}, "optimizers.adam_img.matmul", "prelu models only"),
+    ("bf16-for-a-cnn", {"optimizers": {"adam_img": {"matmul": "bf16"}}}, "optimizers.adam_img.matmul", "only in the pReLU loop"),
+    ("bf16-with-momentum", {"optimizers": {"sgd_prelu": {"matmul": "bf16", "momentum": 0.9}}}, "optimizers.sgd_prelu.matmul", "trains 'prelu_p1'"),
     ("mnist-full-aa-on-binary", {"attacks": {"apgdce_linf": {"attacks": None}}}, f"{MN}.attacks[0]", "two logits"),
 ]  # fmt: skip
 

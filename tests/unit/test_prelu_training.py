@@ -303,3 +303,31 @@ def test_bf16_sweep_equals_sequential_bf16_runs_and_bad_inputs():
     net, x, y = _problem(0)  # float64 data
     with pytest.raises(ValueError, match="matmul='bf16' trains fp32 weights"):
         train_prelu(net, x, y, cfg, seed=0)
+
+
+def test_bf16_one_sgd_step_rounds_both_big_products_by_hand():
+    """One SGD step (p = 1, exponential loss, one batch) with matmul='bf16' equals the
+    step written out by hand with both big products - x W^T and g^T x - taken from
+    bfloat16 operands and rounded to bfloat16, everything else fp32; the fp32 step differs."""
+    from dataclasses import replace
+
+    bf = torch.bfloat16
+    net, x, y = _float32(_problem(3, p=1))
+    n = x.shape[0]
+    cfg = PreluTrainConfig(lr=0.5, batch_size=n, epochs=1, matmul="bf16")
+    perm = torch.randperm(n, generator=torch_generator(9, "prelu", "shuffle"))
+    xb, yb = x[perm], y[perm]
+    w, v = net.weight.detach(), net.out_weight.detach()
+    u = torch.bmm(xb.to(bf)[None], w.to(bf).T[None])[0].float()  # (B, h), rounded
+    a = torch.relu(u)
+    m = yb * (a @ v.T)[:, 0]  # binary readout of one head: +1
+    g = (-torch.exp(-m) / n * yb)[:, None]  # d mean exp(-m) / d logits, (B, 1)
+    gz = (g @ v) * (a > 0)  # (B, h)
+    gw = torch.bmm(gz.T.to(bf)[None], xb.to(bf)[None])[0].float()  # (h, D), rounded
+    w_hand, v_hand = w - cfg.lr * gw, v - cfg.lr * (g.T @ a)
+
+    low = train_prelu(net, x, y, cfg, seed=9).model
+    torch.testing.assert_close(low.weight.detach(), w_hand, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(low.out_weight.detach(), v_hand, rtol=1e-5, atol=1e-7)
+    full = train_prelu(net, x, y, replace(cfg, matmul="fp32"), seed=9).model
+    assert float((full.weight.detach() - w_hand).abs().max()) > 1e-5

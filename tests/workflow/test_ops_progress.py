@@ -129,9 +129,11 @@ def test_job_run_streams_metrics_while_the_job_runs(via, store, tmp_path, monkey
             break
     assert len({n for _, n in seen}) >= 2, seen
     assert all(status == "RUNNING" for status, _ in seen), seen
-    run.end("FINISHED")
-    if collector is not None:
-        collector.stop()
+    try:
+        run.end("FINISHED")
+    finally:
+        if collector is not None:
+            collector.stop()
     r, hist = history()
     assert r.info.status == "FINISHED" and len(hist) == step
     assert os.environ[_tracking.ENV_URI] == uri
@@ -187,32 +189,64 @@ def test_collector_logs_whole_runs_for_parallel_jobs(store, tmp_path, monkeypatc
         assert arts == ["tables/table.csv"]
 
 
-def test_collector_reports_a_failed_write_and_marks_a_dropped_job_killed(store, monkeypatch):
-    collector = _tracking.Collector(store.client, store.exp_id)
-    monkeypatch.setenv(_tracking.ENV_COLLECTOR, collector.address)
+def _final_status(store, name, timeout=60.0):
+    """The run's status once it has left RUNNING (or RUNNING after ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        runs = _runs(store, name)
+        if (runs and runs[0].info.status != "RUNNING") or time.monotonic() > deadline:
+            return runs[0].info.status if runs else None
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def collector(store, monkeypatch):
+    c = _tracking.Collector(store.client, store.exp_id)
+    monkeypatch.setenv(_tracking.ENV_COLLECTOR, c.address)
+    yield c
+    c.stop()
+
+
+def test_collector_reports_a_failed_write_and_ends_that_run_failed(store, collector):
+    # a write the store refuses (an artifact that does not exist) fails the job's end()
+    run = _tracking.JobRun("p/train/bad", {"ibrobust.rule": "train"}, {})
+    run.artifact("/nonexistent/figure.png", "figures")
+    with pytest.raises(RuntimeError, match="MLflow logging failed.*collector: error"):
+        run.end("FINISHED")
+    assert _final_status(store, "p/train/bad") == "FAILED"
+
+
+def test_collector_drops_a_partial_last_line(store, collector):
+    """A job killed in the middle of a write: the run ends KILLED, the fragment is not parsed."""
+    import json
+    import socket
+
+    start = {"op": "start", "name": "p/train/cut", "tags": {}, "params": {}, "t": 0}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(collector.address)
+        sock.sendall((json.dumps(start) + '\n{"op": "metrics", "it').encode())
+    assert _final_status(store, "p/train/cut") == "KILLED"
+
+
+@pytest.mark.parametrize("via", ["collector", "process"])
+def test_a_killed_job_leaves_its_run_killed(via, store, tmp_path, monkeypatch):
+    """A job process that dies without end(): its collector connection or its writer's
+    stdin closes, and the run ends KILLED instead of staying RUNNING."""
+    collector = _tracking.Collector(store.client, store.exp_id) if via == "collector" else None
+    address = collector.address if collector else str(tmp_path / "gone.sock")
+    monkeypatch.setenv(_tracking.ENV_COLLECTOR, address)
+    code = (
+        f"import os, sys; sys.path.insert(0, {str(REPO / 'workflow_scripts')!r}); "
+        "import _tracking; run = _tracking.JobRun('p/train/killed', {}, {}); "
+        f"assert run.via == {via!r}; run.metrics({{'train.loss': 0.5}}); run.flush(); "
+        "os._exit(9)"
+    )
     try:
-        # a write the store refuses (an artifact that does not exist) fails the job's end()
-        run = _tracking.JobRun("p/train/bad", {"ibrobust.rule": "train"}, {})
-        run.artifact("/nonexistent/figure.png", "figures")
-        with pytest.raises(RuntimeError, match="MLflow logging failed.*collector: error"):
-            run.end("FINISHED")
-        # a job process that dies without end(): its connection drops, the run ends KILLED
-        code = (
-            f"import os, sys; sys.path.insert(0, {str(REPO / 'workflow_scripts')!r}); "
-            "import _tracking; run = _tracking.JobRun('p/train/killed', {}, {}); "
-            "assert run.via == 'collector'; run.metrics({'train.loss': 0.5}); run.flush(); "
-            "os._exit(9)"
-        )
-        assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 9
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            runs = _runs(store, "p/train/killed")
-            if runs and runs[0].info.status != "RUNNING":
-                break
-            time.sleep(0.1)
-        assert runs[0].info.status == "KILLED"
+        assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 9
+        assert _final_status(store, "p/train/killed") == "KILLED"
     finally:
-        collector.stop()
+        if collector is not None:
+            collector.stop()
 
 
 def test_job_run_without_a_reachable_collector_starts_its_own_writer(store, tmp_path, monkeypatch):
