@@ -219,7 +219,6 @@ class JobRun:
         self._last_flush = time.monotonic()
         if not self.enabled:
             return
-        self._log_file = log_file
         self._writer = _connect(os.environ.get(ENV_COLLECTOR)) or _SinkProcess(log_file)
         tags = {
             **tags,
@@ -420,6 +419,36 @@ def _whole_lines(stream):
             yield raw
 
 
+def _drain(run: _RunWriter, stream, lock=None) -> str | None:
+    """Apply a job's stream of JSON lines to its run until ``end`` or the end of the stream;
+    the first failure (None if none). After a failure the rest of the stream is read but
+    not applied; a run left without ``end`` ends KILLED (FAILED after a failure). Store
+    writes hold ``lock`` (if given); artifact copies do not. Tracebacks go to stderr."""
+    import contextlib
+    import json
+    import traceback
+
+    lock = lock or contextlib.nullcontext()
+    error = None
+    for raw in _whole_lines(stream):
+        try:
+            msg = json.loads(raw)
+            if error is None:
+                with contextlib.nullcontext() if msg.get("op") == "artifact" else lock:
+                    run.apply(msg)
+        except Exception as err:  # noqa: BLE001 - reported to the job
+            if error is None:
+                error = f"{type(err).__name__}: {err}"
+                print(f"ibrobust: run {run.run_id}: {traceback.format_exc()}", file=sys.stderr)
+        if run.ended:
+            break
+    if not run.ended:
+        with lock:
+            run.abandon(failed=error is not None)
+    sys.stderr.flush()
+    return error
+
+
 class Collector:
     """The workflow's MLflow writer: a Unix-socket server in a thread of this process.
 
@@ -447,33 +476,7 @@ class Collector:
 
         class Handler(socketserver.StreamRequestHandler):
             def handle(self) -> None:
-                import json
-                import traceback
-
-                run = _RunWriter(client, experiment_id)
-                error = None
-                for raw in _whole_lines(self.rfile):
-                    try:
-                        msg = json.loads(raw)
-                        if error is None:
-                            if msg.get("op") == "artifact":  # a file copy: no store lock
-                                run.apply(msg)
-                            else:
-                                with lock:
-                                    run.apply(msg)
-                    except Exception as err:  # noqa: BLE001 - reported to the job
-                        if error is None:
-                            error = f"{type(err).__name__}: {err}"
-                            print(
-                                f"ibrobust collector: run {run.run_id}: {traceback.format_exc()}",
-                                file=sys.stderr,
-                                flush=True,
-                            )
-                    if run.ended:
-                        break
-                if not run.ended:
-                    with lock:
-                        run.abandon(failed=error is not None)
+                error = _drain(_RunWriter(client, experiment_id), self.rfile, lock)
                 try:
                     self.wfile.write(("ok\n" if error is None else f"error {error}\n").encode())
                 except OSError:
@@ -509,21 +512,13 @@ def start_collector(client, experiment_id: str) -> Collector | None:
 
 
 def _sink() -> None:
-    """Apply the JSON lines a :class:`JobRun` sends on stdin to the MLflow store."""
-    import json
-
+    """Apply the JSON lines a :class:`JobRun` sends on stdin to the MLflow store; exit
+    status 1 if that failed (the traceback is in the job log)."""
     from mlflow.tracking import MlflowClient
 
     run = _RunWriter(MlflowClient(tracking_uri=os.environ[ENV_URI]), os.environ[ENV_EXPERIMENT])
-    try:
-        for line in _whole_lines(sys.stdin):
-            run.apply(json.loads(line))
-            if run.ended:
-                break
-    except BaseException:
-        run.abandon(failed=True)
-        raise
-    run.abandon(failed=False)  # a no-op after end; KILLED if the job died before it
+    if _drain(run, sys.stdin) is not None:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -134,15 +134,16 @@ def _prepare(x: torch.Tensor, spec: _Spec) -> tuple[torch.Tensor, torch.Tensor |
     return xc * safe_inverse(t), t
 
 
-def _forward(xt, t, w, v, b, p, w_lp=None):
+def _forward(xt, t, w, v, b, p, low=None):
     """Logits (S, B, H) and the pieces the backward pass reuses.
 
-    ``w_lp``: a bfloat16 copy of w; then x W^T takes bfloat16 operands (fp32 accumulation),
-    its result is rounded to bfloat16 and widened again, and everything after it is fp32."""
-    if w_lp is None:
+    ``low``: bfloat16 copies (xt, w); then x W^T takes them as operands (fp32
+    accumulation), its result is rounded to bfloat16 and widened again, and everything
+    after it is fp32."""
+    if low is None:
         u = torch.bmm(xt, w.transpose(1, 2))  # (S, B, h)
     else:
-        u = torch.bmm(xt.to(w_lp.dtype), w_lp.transpose(1, 2)).float()
+        u = torch.bmm(low[0], low[1].transpose(1, 2)).float()
     if p == 1:
         a = torch.relu(u)
         s = inv_s = rp1 = None
@@ -340,9 +341,10 @@ def _train_stacked(
             xb = x_rows.index_select(0, (idx + x_off).reshape(-1)).view(n_runs, -1, x.shape[2])
             yb = y_rows.index_select(0, (idx + y_off).reshape(-1)).view(n_runs, -1)  # (S, B)
             xt, t = _prepare(xb, spec)
-            if low:
+            if low:  # the step's bfloat16 operands, converted once
                 w_lp.copy_(w)
-            logits, cache = _forward(xt, t, w, v, b, p, w_lp)
+                xt_lp = xt.to(torch.bfloat16)
+            logits, cache = _forward(xt, t, w, v, b, p, (xt_lp, w_lp) if low else None)
             val, cor, g = _loss_grad(logits, yb, readout, cfg.loss)
             loss_sum.add_(val, alpha=idx.shape[1])  # float64 accumulators
             correct.add_(cor)
@@ -355,12 +357,12 @@ def _train_stacked(
                 if c is not None:
                     w.mul_((1 + lr * c).unsqueeze(-1))  # the ||w_j|| term, along w_j
                 if low:  # the product in bfloat16, the update in fp32
-                    w.sub_(_low_bmm(gz.transpose(1, 2), xt, gw_lp), alpha=lr)
+                    w.sub_(_low_bmm(gz.transpose(1, 2), xt_lp, gw_lp), alpha=lr)
                 else:
                     w.baddbmm_(gz.transpose(1, 2), xt, alpha=-lr)  # (S, h, D), fused update
             else:
                 if low:
-                    gw = _low_bmm(gz.transpose(1, 2), xt, gw_lp).float()
+                    gw = _low_bmm(gz.transpose(1, 2), xt_lp, gw_lp).float()
                 else:
                     gw = torch.bmm(gz.transpose(1, 2), xt)  # (S, h, D)
                 if c is not None:
