@@ -216,6 +216,18 @@ def test_collector_reports_a_failed_write_and_ends_that_run_failed(store, collec
     assert _final_status(store, "p/train/bad") == "FAILED"
 
 
+def test_writer_process_reports_a_failed_write_in_the_job_log(store, tmp_path, monkeypatch):
+    monkeypatch.setenv(_tracking.ENV_COLLECTOR, str(tmp_path / "gone.sock"))
+    log = tmp_path / "job.log"
+    run = _tracking.JobRun("p/train/bad", {"ibrobust.rule": "train"}, {}, str(log))
+    assert run.via == "process"
+    run.artifact("/nonexistent/figure.png", "figures")
+    with pytest.raises(RuntimeError, match="MLflow logging failed.*sink exit code 1"):
+        run.end("FINISHED")
+    assert "Traceback" in log.read_text() and "figure.png" in log.read_text()
+    assert _final_status(store, "p/train/bad") == "FAILED"
+
+
 def test_collector_drops_a_partial_last_line(store, collector):
     """A job killed in the middle of a write: the run ends KILLED, the fragment is not parsed."""
     import json
