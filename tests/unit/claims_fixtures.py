@@ -21,7 +21,8 @@ import yaml
 from ibrobust.config import load_schema, validate_config
 from ibrobust.experiments.fa_images import summary_table
 from ibrobust.experiments.prelu import synthetic_summary, table1
-from ibrobust.experiments.price_linear import METRICS, mean_over_draws
+from ibrobust.experiments.price_linear import METRICS
+from ibrobust.experiments.price_linear_tables import mean_over_draws
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,17 +19,19 @@ from ibrobust.experiments.price_linear import (
     algorithm_of,
     draw_margins,
     erm_config,
-    gap_difference,
-    mean_over_draws,
     metrics_table,
     problem_grid,
     regime_label,
     sample_test_set,
     sample_train_draws,
-    solution_cosines,
-    summary_markdown,
     teacher_config,
     train_problems,
+)
+from ibrobust.experiments.price_linear_tables import (
+    gap_difference,
+    mean_over_draws,
+    solution_cosines,
+    summary_markdown,
 )
 from ibrobust.plotting.price_linear import cosine_vs_fraction, gap_difference_heatmap, gap_vs_n
 from ibrobust.training.robust_erm import RobustERMConfig, default_c, train_robust_erm

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ibrobust.data.idx import read_idx, read_idx_header
-from ibrobust.data.images import (
+from ibrobust.data.image_config import (
     KNOWN_NUM_CLASSES,
     MNIST_FILES,
     NPZ_KEYS,

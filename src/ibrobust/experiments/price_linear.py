@@ -14,7 +14,8 @@ single vectorised :func:`~ibrobust.training.robust_erm.train_robust_erm` call:
 * :func:`erm_config` maps an ``optimizers`` registry entry plus the study's (shared)
   stopping rule to a :class:`~ibrobust.training.robust_erm.RobustERMConfig`;
 * :func:`metrics_table` evaluates the B solutions in closed form (one row per problem);
-* :func:`solution_cosines` and :func:`gap_difference` compare algorithms across jobs.
+* :mod:`ibrobust.experiments.price_linear_tables` compares algorithms across jobs
+  (cosines, gap differences, the summary table).
 
 Gaps are accuracy differences train - test (>= 0 when the model overfits): the robust gap
 at the training eps, and the clean gap (test clean error - train clean error).
@@ -25,7 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import combinations
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,6 @@ import torch
 
 from ibrobust.analysis.linear_metrics import (
     clean_accuracy,
-    cosine,
     l1_norm,
     l2_norm,
     normalized_linf_margin,
@@ -247,183 +246,6 @@ def metrics_table(
     )
 
 
-# ---- across jobs ----------------------------------------------------------------------------
-def solution_cosines(solutions: Mapping[str, Mapping[str, np.ndarray]]) -> pd.DataFrame:
-    """cos(w_a, w_b) for every pair of algorithms on the same problems.
-
-    ``solutions`` maps an optimizer name to ``{"w": (B, d), "draw": (B,), "eps_fraction":
-    (B,)}``; all must list the same problems in the same order. Rows: draw,
-    eps_fraction, optimizer_a, optimizer_b, cosine (pairs in the mapping's order).
-    """
-    names = list(solutions)
-    if len(names) < 2:
-        raise ValueError(f"need at least two algorithms to compare, got {names}")
-    ref = solutions[names[0]]
-    for name in names[1:]:
-        for key in ("draw", "eps_fraction"):
-            if not np.array_equal(np.asarray(solutions[name][key]), np.asarray(ref[key])):
-                raise ValueError(f"{name!r} and {names[0]!r} do not list the same problems ({key})")
-    frames = []
-    for a, b in combinations(names, 2):
-        cos = cosine(torch.as_tensor(solutions[a]["w"]), torch.as_tensor(solutions[b]["w"]))
-        frames.append(
-            pd.DataFrame(
-                {
-                    "draw": np.asarray(ref["draw"]),
-                    "eps_fraction": np.asarray(ref["eps_fraction"]),
-                    "optimizer_a": a,
-                    "optimizer_b": b,
-                    "cosine": cos.numpy(),
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True)
-
-
-def gap_difference(
-    df: pd.DataFrame, first: str, second: str, gap: str = "robust_gap"
-) -> pd.DataFrame:
-    """Mean over n of (gap_first(n) - gap_second(n)) per (dataset, eps_fraction).
-
-    ``df`` is the tidy metrics table (columns dataset, optimizer, n, draw, eps_fraction and
-    ``gap``). Differences are paired by draw (same training set), averaged over draws at
-    each n, then over n (the paper's Fig. 2 right). Columns: dataset, eps_fraction,
-    difference, sd_over_n, n_values.
-    """
-    for name in (first, second):
-        if name not in set(df.optimizer):
-            raise ValueError(
-                f"optimizer {name!r} is not in the table ({sorted(set(df.optimizer))})"
-            )
-    wide = df.pivot_table(
-        index=["dataset", "eps_fraction", "n", "draw"], columns="optimizer", values=gap
-    )
-    per_n = (wide[first] - wide[second]).groupby(level=["dataset", "eps_fraction", "n"]).mean()
-    out = per_n.groupby(level=["dataset", "eps_fraction"]).agg(["mean", "std", "count"])
-    out.columns = ["difference", "sd_over_n", "n_values"]
-    return out.reset_index()
-
-
-def mean_over_draws(df: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
-    """Mean and sd over draws per (dataset, optimizer, eps_fraction, n); flat column names."""
-    keys = ["dataset", "optimizer", "eps_fraction", "n"]
-    num = df[keys].join(df[list(metrics)].astype(float))
-    agg = num.groupby(keys, sort=True)[list(metrics)].agg(["mean", "std"])
-    agg.columns = [f"{m}_{s}" for m, s in agg.columns]
-    return agg.reset_index()
-
-
-def _points(mean: pd.Series, sd: pd.Series | None = None) -> pd.Series:
-    """Accuracy differences as percentage points, 'mean +- sd' strings."""
-    if sd is None:
-        return (100 * mean).map(lambda v: f"{v:+.1f}")
-    return pd.Series(
-        [f"{100 * m:+.1f} +- {100 * s:.1f}" for m, s in zip(mean, sd.fillna(0.0), strict=True)],
-        index=mean.index,
-    )
-
-
-def summary_markdown(
-    df: pd.DataFrame,
-    cosines: pd.DataFrame,
-    *,
-    first: str,
-    second: str,
-    dataset_labels: Mapping[str, str],
-    optimizer_labels: Mapping[str, str],
-) -> str:
-    """The study's numbers as markdown: robust gaps at the smallest n and averaged over n,
-    the GD - CD style differences, clean test accuracy, cosines between solutions, and the
-    stopping record. ``df``: the tidy metrics table; ``cosines``: :func:`solution_cosines`
-    rows with dataset and n columns."""
-    opts = [o for o in optimizer_labels if o in set(df.optimizer)]
-    dsets = [d for d in dataset_labels if d in set(df.dataset)]
-    n_min = int(df.n.min())
-    rename = {o: optimizer_labels[o] for o in opts}
-
-    def by_regime(sub: pd.DataFrame, value: str, sd: bool) -> pd.DataFrame:
-        g = sub.groupby(["dataset", "eps_fraction", "optimizer"])[value]
-        cells = _points(g.mean(), g.std() if sd else None).unstack("optimizer")[opts]
-        cells = cells.rename(columns=rename).reset_index()
-        cells["dataset"] = cells.dataset.map(dataset_labels)
-        cells = cells.set_index("dataset").loc[[dataset_labels[d] for d in dsets]].reset_index()
-        return cells.rename(columns={"dataset": "regime", "eps_fraction": "eps / gamma*"})
-
-    out = ["# Study PRICE-LIN summary", ""]
-    out += [
-        f"Gaps are train - test accuracy in percentage points (mean +- sd over draws). "
-        f"eps / gamma* = 0 is plain ERM. {len(set(df.draw))} draws, n in "
-        f"{sorted(int(n) for n in set(df.n))}.",
-        "",
-        f"## Robust generalization gap at the smallest n = {n_min}",
-        "",
-        by_regime(df[df.n == n_min], "robust_gap", sd=True).to_markdown(index=False),
-        "",
-        "## Robust generalization gap, mean over n (and draws)",
-        "",
-        by_regime(df, "robust_gap", sd=False).to_markdown(index=False),
-        "",
-    ]
-    for gap in ("robust_gap", "clean_gap"):
-        t = gap_difference(df, first, second, gap).pivot(
-            index="dataset", columns="eps_fraction", values="difference"
-        )
-        t = (100 * t.loc[dsets]).round(1)
-        t.index = [dataset_labels[d] for d in dsets]
-        out += [
-            f"## Mean over n of {gap}({optimizer_labels[first]}) - "
-            f"{gap}({optimizer_labels[second]}) (points; > 0: "
-            f"{optimizer_labels[second]} generalises better)",
-            "",
-            t.rename_axis("regime (rows), eps / gamma* (columns)").to_markdown(),
-            "",
-        ]
-    clean = df[df.n == n_min].groupby(["dataset", "eps_fraction", "optimizer"]).test_clean_acc
-    ct = (100 * clean.mean()).round(1).unstack("optimizer")[opts].rename(columns=rename)
-    ct = ct.reset_index()
-    ct["dataset"] = ct.dataset.map(dataset_labels)
-    out += [
-        f"## Clean test accuracy (%) at n = {n_min}",
-        "",
-        ct.rename(columns={"dataset": "regime", "eps_fraction": "eps / gamma*"}).to_markdown(
-            index=False
-        ),
-        "",
-    ]
-    if len(cosines):
-        cos = cosines.assign(
-            pair=[
-                f"{optimizer_labels.get(a, a)} vs {optimizer_labels.get(b, b)}"
-                for a, b in zip(cosines.optimizer_a, cosines.optimizer_b, strict=True)
-            ]
-        )
-        ctab = cos.groupby(["dataset", "pair", "eps_fraction"], sort=False).cosine.mean()
-        ctab = ctab.unstack("eps_fraction").round(3).reset_index()
-        ctab["dataset"] = ctab.dataset.map(dataset_labels)
-        out += [
-            "## Cosine between the algorithms' solutions (mean over n and draws)",
-            "",
-            "As eps -> gamma* every robust separator is a max-margin one (Lemma C.4): the "
-            "columns near 1 should approach 1.",
-            "",
-            ctab.rename(columns={"dataset": "regime"}).to_markdown(index=False),
-            "",
-        ]
-    stop = df.groupby(["optimizer", "eps_fraction"]).agg(
-        converged=("converged", "mean"), iters=("iters", "mean"), diverged=("diverged", "mean")
-    )
-    stop = stop.reset_index()
-    stop["optimizer"] = stop.optimizer.map(optimizer_labels)
-    out += [
-        "## Stopping record (all regimes and n): fraction below the loss threshold, "
-        "mean iterations, fraction diverged",
-        "",
-        stop.round(3).to_markdown(index=False),
-        "",
-    ]
-    return "\n".join(out)
-
-
 __all__ = [
     "ALGORITHM_LABEL",
     "METRICS",
@@ -433,15 +255,11 @@ __all__ = [
     "algorithm_of",
     "draw_margins",
     "erm_config",
-    "gap_difference",
-    "mean_over_draws",
     "metrics_table",
     "problem_grid",
     "regime_label",
     "sample_test_set",
     "sample_train_draws",
-    "solution_cosines",
-    "summary_markdown",
     "teacher_config",
     "train_problems",
 ]
