@@ -71,7 +71,7 @@ def main() -> None:
     x_te, d_te = x_all[50000:60000], digit[50000:60000]
     center = x_all[:50000].mean(0)  # the official centre: mean of the 50000 training images
     tcfg = PreluTrainConfig(
-        lr=1e-3, batch_size=args.batch, epochs=args.epochs, loss="ce", optimizer="adam"
+        lr=1e-3, batch_size=args.batch, epochs=args.epochs, loss="cross_entropy", optimizer="adam"
     )
     print(
         f"MNIST n={args.n} epochs={args.epochs} width={args.width} batch={args.batch} Adam lr 1e-3, seed {args.seed}"

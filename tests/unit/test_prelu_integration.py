@@ -111,9 +111,9 @@ def test_trainer_paths():
 
 def test_train_fields_map_the_loss():
     opt = {"kind": "sgd", "lr": 0.2, "epochs": 5, "batch_size": 100, "loss": "exponential"}
-    assert prelu_train_fields(opt, "binary")["loss"] == "exp"
+    assert prelu_train_fields(opt, "binary")["loss"] == "exponential"
     assert prelu_train_fields({**opt, "loss": "auto"}, "binary")["loss"] == "logistic"
-    assert prelu_train_fields({**opt, "loss": "auto"}, "multiclass")["loss"] == "ce"
+    assert prelu_train_fields({**opt, "loss": "auto"}, "multiclass")["loss"] == "cross_entropy"
     with pytest.raises(ValueError, match="exponential"):
         prelu_train_fields(opt, "multiclass")
 

@@ -91,7 +91,7 @@ def official_loop(net: PreluNet, x, labels, cfg: PreluTrainConfig, seed: int):
             else:
                 hid = torch.relu(xb @ w.T)
             out = hid @ v.T + (0 if b is None else b)
-            if cfg.loss == "exp":
+            if cfg.loss == "exponential":
                 loss = torch.exp(-(out @ net.readout) * labels[idx]).mean()
             else:
                 loss = F.cross_entropy(out, labels[idx])
@@ -139,7 +139,7 @@ def test_matches_official_sgd_loop(p, std):
 def test_matches_official_ce_loop_with_centring_normalisation_bias(p, optimizer):
     net, x, y = _problem(1, heads=4, p=p, normalize=True, bias=True, center=True)
     lr = 0.2 if optimizer == "sgd" else 1e-2
-    cfg = PreluTrainConfig(lr=lr, batch_size=8, epochs=2, loss="ce", optimizer=optimizer)
+    cfg = PreluTrainConfig(lr=lr, batch_size=8, epochs=2, loss="cross_entropy", optimizer=optimizer)
     res = train_prelu(net, x, y, cfg, seed=3)
     w, v, b = official_loop(net, x, y, cfg, seed=3)
     torch.testing.assert_close(res.model.weight.detach(), w, rtol=1e-9, atol=1e-12)
@@ -168,7 +168,12 @@ def test_zero_neuron_stays_zero_and_finite(p):
         (
             {"p": 2, "heads": 4, "normalize": True, "bias": True},
             PreluTrainConfig(
-                lr=1e-2, batch_size=7, epochs=3, loss="ce", optimizer="adam", eval_every=2
+                lr=1e-2,
+                batch_size=7,
+                epochs=3,
+                loss="cross_entropy",
+                optimizer="adam",
+                eval_every=2,
             ),
         ),
     ],
@@ -219,7 +224,7 @@ def test_divergence_raises_and_bad_inputs():
     with pytest.raises(ValueError, match="labels"):
         train_prelu(net, x, (y > 0).double(), PreluTrainConfig(), seed=0)
     with pytest.raises(ValueError, match="int64"):
-        train_prelu(net, x, y, PreluTrainConfig(loss="ce"), seed=0)
+        train_prelu(net, x, y, PreluTrainConfig(loss="cross_entropy"), seed=0)
     with pytest.raises(ValueError, match="lr"):
         PreluTrainConfig(lr=0.0)
     other, _, _ = _problem(6, p=3)
@@ -265,7 +270,9 @@ def _float32(prob):
         ({"p": 3, "std": 1e-7}, PreluTrainConfig(batch_size=5, epochs=3)),
         (
             {"p": 2, "heads": 4, "normalize": True, "bias": True},
-            PreluTrainConfig(lr=1e-2, batch_size=8, epochs=3, loss="ce", optimizer="adam"),
+            PreluTrainConfig(
+                lr=1e-2, batch_size=8, epochs=3, loss="cross_entropy", optimizer="adam"
+            ),
         ),
     ],
 )

@@ -35,7 +35,7 @@ from torch import nn
 from ibrobust import kinds
 from ibrobust.data.dataset import Dataset
 from ibrobust.models.registry import BuildContext, build_model, model_readout, model_state
-from ibrobust.training.losses import supervised_correct
+from ibrobust.training.losses import supervised_correct, training_loss
 
 # optimizers-registry keys -> NetTrainConfig fields, per kind
 _NET_KEYS = {
@@ -83,19 +83,10 @@ def net_train_fields(opt: dict) -> dict[str, Any]:
 
 def prelu_train_fields(opt: dict, supervision: str) -> dict[str, Any]:
     """PreluTrainConfig fields of an ``optimizers`` entry of kind sgd or adam (the ``prelu``
-    training path): the loss of the supervision (binary: ``exponential`` -> exp,
-    ``auto`` / ``logistic`` -> logistic; k-class: cross-entropy)."""
+    training path): the loss of the supervision (:func:`ibrobust.training.losses.training_loss`)."""
     if opt.get("kind") not in ("sgd", "adam"):
         raise ValueError(f"the prelu training path takes sgd or adam, got {opt.get('kind')!r}")
-    loss = opt.get("loss", "auto")
-    if supervision == "multiclass":
-        if loss == "exponential":
-            raise ValueError("multiclass supervision trains with cross-entropy, not 'exponential'")
-        name = "ce"
-    elif supervision == "binary":
-        name = "exp" if loss == "exponential" else "logistic"
-    else:
-        raise ValueError(f"unknown supervision {supervision!r}")
+    name = training_loss(supervision, opt.get("loss", "auto"))
     fields: dict[str, Any] = {
         "optimizer": opt["kind"],
         "lr": float(opt["lr"]),
@@ -117,7 +108,7 @@ def _fit_prelu(trainer, net, data: Dataset, supervision: str, opt: dict, seed: i
     fields = prelu_train_fields(opt, supervision)
     fields.setdefault("batch_size", len(tr))  # batch_size null = the full batch
     cfg = trainer.PreluTrainConfig(**fields)
-    labels = tr.fine if cfg.loss == "ce" else tr.y
+    labels = tr.fine if cfg.loss == "cross_entropy" else tr.y
     every = int(opt.get("log_every", 1))
     history: list[dict] = []
     t0 = time.monotonic()

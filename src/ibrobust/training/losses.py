@@ -28,7 +28,24 @@ def exponential_margin_loss(
     return torch.exp(torch.logsumexp(-margin, 0) - math.log(margin.numel()))
 
 
-LOSSES = ("auto", "logistic", "exponential")
+LOSSES = ("auto", "logistic", "exponential")  # the config's ``loss`` (auto: by supervision)
+# the concrete training losses every trainer names its loss by
+BINARY_LOSSES = ("logistic", "exponential")  # of the binary margin y f(x), labels +-1
+TRAINING_LOSSES = (*BINARY_LOSSES, "cross_entropy")  # cross_entropy: of the heads, k-class
+
+
+def training_loss(supervision: str, loss: str = "auto") -> str:
+    """The concrete loss (one of TRAINING_LOSSES) of a supervision and the config's ``loss``:
+    binary -> logistic (``auto``) or exponential; multiclass -> cross_entropy."""
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    if supervision == "binary":
+        return "exponential" if loss == "exponential" else "logistic"
+    if supervision == "multiclass":
+        if loss == "exponential":
+            raise ValueError("multiclass supervision trains with cross-entropy, not 'exponential'")
+        return "cross_entropy"
+    raise ValueError(f"unknown supervision {supervision!r}")
 
 
 def supervised_loss(
@@ -41,17 +58,12 @@ def supervised_loss(
 ) -> torch.Tensor:
     """Mean training loss: logistic (``auto``) or exponential on the binary margin for 2-class
     supervision, cross-entropy on the heads for k-class supervision."""
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if supervision == "binary":
-        if loss == "exponential":
-            return exponential_margin_loss(heads, readout, y)
+    name = training_loss(supervision, loss)
+    if name == "exponential":
+        return exponential_margin_loss(heads, readout, y)
+    if name == "logistic":
         return logistic_margin_loss(heads, readout, y)
-    if supervision == "multiclass":
-        if loss == "exponential":
-            raise ValueError("multiclass supervision trains with cross-entropy, not 'exponential'")
-        return fine_cross_entropy(heads, fine)
-    raise ValueError(f"unknown supervision {supervision!r}")
+    return fine_cross_entropy(heads, fine)
 
 
 def supervised_correct(
