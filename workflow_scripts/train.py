@@ -10,19 +10,17 @@ p = snakemake.params
 with Job(snakemake) as job:
     data = dataset_from_arrays(load_npz(snakemake.input.data), snakemake.input.data)
 
-    budget = p.optimizer.get("max_steps", p.optimizer.get("epochs", 0))  # steps or epochs
+    budget = p.optimizer.get("max_steps", p.optimizer.get("epochs", 0))  # a gd step = an epoch
 
     last = {}
 
     def on_log(rec):
         last.update(rec)
-        step = rec.get("step", rec.get("epoch"))
-        job.progress(step, budget, **{"train.loss": rec["loss"], "train.acc": rec["acc"]})
+        job.progress(rec["epoch"], budget, **{"train.loss": rec["loss"], "train.acc": rec["acc"]})
 
     res = fit(p.model, p.optimizer, data, p.supervision, p.seed, on_log=on_log, device=p.device)
     if last:  # the last step always gets a line, also when stop_loss ended training early
-        step = last.get("step", last.get("epoch"))
-        job.progress(step, budget, every=0.0, log_metrics=False,
+        job.progress(last["epoch"], budget, every=0.0, log_metrics=False,
                      **{"train.loss": last["loss"], "train.acc": last["acc"]})  # fmt: skip
     if not res.metrics.get("train.converged", 1.0) and p.optimizer.get("stop_loss") is not None:
         job.log.warning(

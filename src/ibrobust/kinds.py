@@ -66,7 +66,8 @@ MODELS = {
     "resnet18": "ibrobust.models.image",
     "prelu": "ibrobust.models.prelu",
 }
-# training path -> module exposing fit_path(...) (see experiments.networks)
+# training path -> module exposing fit_path, a training.protocol.Trainer (network: an
+# adapter in experiments.networks until training/network.py exposes its own)
 TRAINERS = {
     "construct": "ibrobust.models.robust_reference",  # the hand-built net is not trained
     "gram_gd": "ibrobust.training.full_batch",  # exact fast GD of two-layer nets

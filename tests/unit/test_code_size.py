@@ -19,13 +19,10 @@ KNOWN = {
     },
     "functions": {
         "src/ibrobust/attacks/autoattack.py:autoattack": 74,
-        "src/ibrobust/experiments/networks.py:fit": 67,
         "src/ibrobust/experiments/prelu.py:table1": 73,
         "src/ibrobust/plotting/prelu.py:neuron_alignment": 80,
         "src/ibrobust/plotting/price_linear.py:gap_vs_n": 71,
-        "src/ibrobust/training/full_batch.py:train_gd": 78,
         "src/ibrobust/training/network.py:train_network": 67,
-        "src/ibrobust/training/robust_erm.py:_train_chunk": 73,
         # merged in the same session as the limits (the claims functions are lists of claim
         # declarations); to split like the rest
         "src/ibrobust/attacks/minimal_norm.py:pgd_bisection": 62,

@@ -248,9 +248,9 @@ def plan(cfg: dict) -> None:
     and at least one attack for every attack job."""
     from ibrobust.data import clusters, images
     from ibrobust.experiments import networks, price_linear
-    from ibrobust.training.full_batch import GDConfig
+    from ibrobust.training.full_batch import GD_KEYS, GDConfig
     from ibrobust.training.network import NetTrainConfig
-    from ibrobust.training.prelu import PreluTrainConfig
+    from ibrobust.training.prelu import PreluTrainConfig, prelu_train_fields
 
     datasets = {**cfg["datasets"], **derived_datasets(cfg)}
     for ds in datasets.values():
@@ -287,10 +287,10 @@ def plan(cfg: dict) -> None:
                     opt = cfg["optimizers"][o]
                     path = kinds.trainer(model, opt)
                     if path == "gram_gd":
-                        GDConfig(**{k: opt[k] for k in networks._GRAM_KEYS if k in opt})
+                        GDConfig(**{k: opt[k] for k in GD_KEYS if k in opt})
                     elif path == "prelu":
                         for sup in part["supervisions"]:
-                            PreluTrainConfig(**networks.prelu_train_fields(opt, sup))
+                            PreluTrainConfig(**prelu_train_fields(opt, sup))
                     elif path == "network":
                         NetTrainConfig(**networks.net_train_fields(opt))
             radii = part["radii"]

@@ -173,7 +173,7 @@ def test_cross_paper_entries_are_one_config_entry():
 
 
 def test_bf16_products_are_one_optimizer_key_for_prelu_training():
-    from ibrobust.experiments.networks import prelu_train_fields
+    from ibrobust.training.prelu import prelu_train_fields
 
     cfg = validate_config(
         merged(

@@ -123,7 +123,7 @@ def test_stopping_rule_is_first_iterate_below_threshold():
     cfg = RobustERMConfig(algorithm="gd", max_iters=10_000, loss_threshold=1e-3, history_every=1)
     res = train_robust_erm(batch.x_train, batch.y_train, 0.0, cfg)
     assert bool(res.converged.all()) and bool((res.log_loss < math.log(1e-3)).all())
-    hist = torch.stack([row for _, row in res.history])  # (T, B)
+    hist = torch.stack([row["log_loss"] for row in res.history])  # (T, B)
     for b in range(2):
         k = int(res.iters[b])
         assert float(hist[k - 1, b]) >= math.log(1e-3) > float(hist[k, b])

@@ -74,14 +74,14 @@ def test_gram_and_direct_give_same_iterates(supervision):
     common = dict(lr=0.5, max_steps=150, stop_loss=0.0, n_checkpoints=6, log_every=10)
     rg = train_gd(x, y, fine, w0, b0, readout, supervision, GDConfig(method="gram", **common))
     rd = train_gd(x, y, fine, w0, b0, readout, supervision, GDConfig(method="direct", **common))
-    assert rg.steps == rd.steps == 150
+    assert rg.epochs == rd.epochs == 150
     # the run moved the weights well beyond the tolerance
     assert (rd.weight - w0).norm() > 0.1 * w0.norm()
     torch.testing.assert_close(
         rg.weight, rd.weight, rtol=1e-4, atol=1e-4 * rd.weight.abs().max().item()
     )
     torch.testing.assert_close(rg.bias, rd.bias, rtol=1e-4, atol=1e-4 * rd.bias.abs().max().item())
-    assert [h["step"] for h in rg.history] == [h["step"] for h in rd.history]
+    assert [h["epoch"] for h in rg.history] == [h["epoch"] for h in rd.history]
     assert [h["acc"] for h in rg.history] == [h["acc"] for h in rd.history]
     np.testing.assert_allclose(
         [h["loss"] for h in rg.history], [h["loss"] for h in rd.history], rtol=1e-4
@@ -105,13 +105,13 @@ def test_one_step_is_w_minus_lr_grad(supervision, method):
     assert gw.abs().max() > 1e-3
     cfg = GDConfig(lr=lr, max_steps=1, stop_loss=0.0, method=method, n_checkpoints=2)
     res = train_gd(x, y, fine, w0, b0, readout, supervision, cfg)
-    assert res.steps == 1 and not res.converged
+    assert res.epochs == 1 and not res.converged
     torch.testing.assert_close(res.weight, w0 - lr * gw, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(res.bias, b0 - lr * gb, rtol=1e-5, atol=1e-6)
     # history logs the loss at step 0 (before the update) and the final step
-    assert res.history[0]["step"] == 0
+    assert res.history[0]["epoch"] == 0
     assert res.history[0]["loss"] == pytest.approx(loss.item(), rel=1e-6)
-    assert res.history[-1]["step"] == 1
+    assert res.history[-1]["epoch"] == 1
     loss1 = supervised_loss(
         supervision, TwoLayerFixed(res.weight, res.bias, readout)(x), readout, y, fine
     )
@@ -147,9 +147,9 @@ def test_stops_on_converged(method):
     x, y, fine, w0, b0, readout = problem("binary")
     cfg = GDConfig(lr=0.5, max_steps=2000, stop_loss=0.2, log_every=1000, method=method)
     res = train_gd(x, y, fine, w0, b0, readout, "binary", cfg)
-    assert res.converged and 0 < res.steps < cfg.max_steps
+    assert res.converged and 0 < res.epochs < cfg.max_steps
     last = res.history[-1]
-    assert last["step"] == res.steps and last["loss"] < 0.2 and last["acc"] == 1.0
+    assert last["epoch"] == res.epochs and last["loss"] < 0.2 and last["acc"] == 1.0
     # the returned weights are the ones evaluated at the stop
     f = TwoLayerFixed(res.weight, res.bias, readout).binary_score(x)
     assert (y * f > 0).all()
@@ -163,9 +163,9 @@ def test_stops_on_converged(method):
         b0,
         readout,
         "binary",
-        GDConfig(lr=0.5, max_steps=res.steps - 1, stop_loss=0.2, method=method),
+        GDConfig(lr=0.5, max_steps=res.epochs - 1, stop_loss=0.2, method=method),
     )
-    assert not early.converged and early.steps == res.steps - 1
+    assert not early.converged and early.epochs == res.epochs - 1
 
 
 def test_stops_at_max_steps_without_convergence():
@@ -180,8 +180,8 @@ def test_stops_at_max_steps_without_convergence():
         "multiclass",
         GDConfig(lr=0.5, max_steps=37, stop_loss=1e-12, log_every=10),
     )
-    assert not res.converged and res.steps == 37
-    assert [h["step"] for h in res.history] == [0, 10, 20, 30, 37]
+    assert not res.converged and res.epochs == 37
+    assert [h["epoch"] for h in res.history] == [0, 10, 20, 30, 37]
 
 
 def test_low_loss_without_full_accuracy_does_not_stop():
@@ -200,7 +200,7 @@ def test_low_loss_without_full_accuracy_does_not_stop():
         "binary",
         GDConfig(lr=0.5, max_steps=25, stop_loss=100.0, log_every=5),
     )
-    assert res.steps == 25 and not res.converged
+    assert res.epochs == 25 and not res.converged
     assert all(h["loss"] < 100.0 and h["acc"] < 1.0 for h in res.history)
 
 
@@ -219,7 +219,7 @@ def test_on_log_receives_history():
         on_log=seen.append,
     )
     assert seen == res.history
-    assert [h["step"] for h in seen] == [0, 7, 14, 20]
+    assert [h["epoch"] for h in seen] == [0, 7, 14, 20]
 
 
 @pytest.mark.parametrize("method", ["gram", "direct"])
@@ -303,5 +303,5 @@ def test_final_step_checkpointed_on_early_stop():
         "binary",
         GDConfig(lr=0.5, max_steps=5000, stop_loss=0.2, n_checkpoints=3),
     )
-    assert res.converged and res.steps in res.checkpoints
-    assert torch.equal(res.checkpoints[res.steps][0], res.weight)
+    assert res.converged and res.epochs in res.checkpoints
+    assert torch.equal(res.checkpoints[res.epochs][0], res.weight)

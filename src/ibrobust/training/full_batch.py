@@ -15,13 +15,17 @@ Two exact implementations of the same iterates:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
+from ibrobust.data.dataset import Dataset
 from ibrobust.training.losses import supervised_accuracy, supervised_loss
+from ibrobust.training.protocol import Fitted, OnLog
 
 
 @dataclass(frozen=True)
@@ -57,10 +61,40 @@ def checkpoint_steps(max_steps: int, n: int) -> list[int]:
 class TrainResult:
     weight: torch.Tensor  # (H, m, d) final
     bias: torch.Tensor  # (H, m) final
-    steps: int  # steps taken
+    epochs: int  # steps taken (one full-batch step is one epoch)
     converged: bool  # reached stop_loss with 100% train accuracy
-    history: list[dict] = field(default_factory=list)  # {step, loss, acc} every log_every
+    history: list[dict] = field(default_factory=list)  # {epoch, loss, acc} every log_every
     checkpoints: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+
+
+class _Iterates:
+    """W(t) and its update, in the coefficient space (``gram``) or directly (``direct``)."""
+
+    def __init__(self, x: torch.Tensor, w0: torch.Tensor, cfg: GDConfig) -> None:
+        self.x, self.w0, self.lr, self.gram = x, w0, cfg.lr, cfg.method == "gram"
+        if self.gram:
+            self.kern = x @ x.T  # (n, n)
+            self.z0 = x @ w0.T  # (n, N)
+            self.coef = torch.zeros(w0.shape[0], x.shape[0], dtype=x.dtype)  # W = W0 + coef X
+        else:
+            self.w = w0.clone()
+
+    def pre(self, b: torch.Tensor) -> torch.Tensor:
+        """(n, N) pre-activations at the current weights."""
+        if self.gram:
+            return torch.addmm(self.z0, self.kern, self.coef.T) + b
+        return torch.addmm(b, self.x, self.w.T)
+
+    def step(self, gz: torch.Tensor) -> None:
+        if self.gram:
+            self.coef.sub_(self.lr * gz.T)
+        else:
+            self.w.sub_(self.lr * (gz.T @ self.x))
+
+    def weights(self) -> torch.Tensor:
+        if self.gram:
+            return self.w0 + self.coef @ self.x
+        return self.w.clone()
 
 
 def train_gd(
@@ -80,38 +114,12 @@ def train_gd(
     if x.shape[1] != d:
         raise ValueError(f"x has dimension {x.shape[1]}, weights expect {d}")
     ckpt_at = set(checkpoint_steps(cfg.max_steps, cfg.n_checkpoints))
-    w0 = weight0.reshape(h * m, d)
+    it = _Iterates(x, weight0.reshape(h * m, d), cfg)
     b = bias0.reshape(-1).clone()
-
-    if cfg.method == "gram":
-        kern = x @ x.T  # (n, n)
-        z0 = x @ w0.T  # (n, N)
-        coef = torch.zeros(h * m, n, dtype=x.dtype)  # (N, n): W(t) = W(0) + coef @ X
-
-        def pre() -> torch.Tensor:
-            return torch.addmm(z0, kern, coef.T) + b
-
-        def step(gz: torch.Tensor) -> None:
-            coef.sub_(cfg.lr * gz.T)
-
-        def weights() -> torch.Tensor:
-            return w0 + coef @ x
-    else:
-        w = w0.clone()
-
-        def pre() -> torch.Tensor:
-            return torch.addmm(b, x, w.T)
-
-        def step(gz: torch.Tensor) -> None:
-            w.sub_(cfg.lr * (gz.T @ x))
-
-        def weights() -> torch.Tensor:
-            return w.clone()
-
-    result = TrainResult(weight=weight0, bias=bias0, steps=0, converged=False)
+    result = TrainResult(weight=weight0, bias=bias0, epochs=0, converged=False)
     t = 0
     while True:
-        z = pre()  # (n, N) pre-activations
+        z = it.pre(b)  # (n, N) pre-activations
         heads = torch.relu(z).reshape(n, h, m).mean(-1).requires_grad_(True)  # (n, H)
         loss = supervised_loss(supervision, heads, readout, y, fine)
         (g_heads,) = torch.autograd.grad(loss, heads)  # (n, H), cheap: the heads only
@@ -123,9 +131,9 @@ def train_gd(
         acc = supervised_accuracy(supervision, heads.detach(), readout, y, fine)
         done = (loss_v < cfg.stop_loss and acc == 1.0) or t >= cfg.max_steps
         if t in ckpt_at or done:
-            result.checkpoints[t] = (weights().reshape(h, m, d).clone(), b.reshape(h, m).clone())
+            result.checkpoints[t] = (it.weights().reshape(h, m, d).clone(), b.reshape(h, m).clone())
         if t % cfg.log_every == 0 or done:
-            rec = {"step": t, "loss": loss_v, "acc": acc}
+            rec = {"epoch": t, "loss": loss_v, "acc": acc}
             result.history.append(rec)
             if on_log is not None:
                 on_log(rec)
@@ -134,10 +142,41 @@ def train_gd(
             break
         # dL/dz = dL/dheads / m on active units (ReLU'(0) = 0, as autograd)
         gz = (g_heads / m).repeat_interleave(m, dim=1) * (z > 0)  # (n, N)
-        step(gz)
+        it.step(gz)
         b.sub_(cfg.lr * gz.sum(0))
         t += 1
-    result.weight = weights().reshape(h, m, d)
+    result.weight = it.weights().reshape(h, m, d)
     result.bias = b.reshape(h, m).clone()
-    result.steps = t
+    result.epochs = t
     return result
+
+
+# keys of the gd entry that GDConfig takes
+GD_KEYS = ("lr", "max_steps", "stop_loss", "n_checkpoints", "log_every", "method")
+
+
+def fit_path(
+    net: nn.Module,
+    data: Dataset,
+    supervision: str,
+    optimizer: Mapping[str, Any],
+    seed: int,
+    on_log: OnLog | None = None,
+    device: str | None = None,
+) -> Fitted:
+    """The ``gram_gd`` training path (:class:`ibrobust.training.protocol.Trainer`): a
+    ``two_layer`` net's (weight, bias) under GD. Deterministic: ``seed`` and ``device``
+    (CPU) are unused."""
+    cfg = GDConfig(**{k: optimizer[k] for k in GD_KEYS if k in optimizer})
+    init = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    tr = data.train
+    res = train_gd(
+        tr.x, tr.y, tr.fine, init["weight"], init["bias"], net.readout, supervision, cfg, on_log
+    )
+    return Fitted(
+        state={**init, "weight": res.weight, "bias": res.bias},
+        history=res.history,
+        epochs=res.epochs,
+        converged=res.converged,
+        checkpoints={s: {"weight": w, "bias": b} for s, (w, b) in res.checkpoints.items()},
+    )

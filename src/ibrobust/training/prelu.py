@@ -36,25 +36,31 @@ forward pass over the training set each time). A non-finite loss raises
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
+from ibrobust.data.dataset import Dataset
 from ibrobust.models.prelu import PreluNet
 from ibrobust.seeding import torch_generator
-from ibrobust.training.losses import TRAINING_LOSSES
+from ibrobust.training.losses import TRAINING_LOSSES, training_loss
 from ibrobust.training.prelu_kernels import (
     MARGIN_LOSSES,
     Adam,
     Spec,
+    check_labels,
     evaluate,
     forward,
     grads,
     loss_grad,
     low_bmm,
     prepare,
+    spec_of,
 )
+from ibrobust.training.protocol import Fitted, OnLog
 
 LOSSES = TRAINING_LOSSES  # ibrobust.training.losses: one set of loss names
 MATMULS = ("fp32", "bf16")  # operand precision of the two big products
@@ -102,41 +108,6 @@ class PreluTrainResult:
     model: PreluNet  # trained copy (the input net is not modified)
     history: list[dict] = field(default_factory=list)  # one record per epoch, see module doc
     steps: int = 0  # optimizer steps taken
-
-
-def _spec_of(nets: Sequence[PreluNet]) -> Spec:
-    ref = nets[0]
-    for i, net in enumerate(nets[1:], 1):
-        for name, same in (
-            ("p", net.p == ref.p),
-            ("normalize_input", net.normalize_input == ref.normalize_input),
-            ("readout", torch.equal(net.readout, ref.readout)),
-            ("center", torch.equal(net.center, ref.center)),
-            ("weight shape", net.weight.shape == ref.weight.shape),
-            ("out_weight shape", net.out_weight.shape == ref.out_weight.shape),
-            ("out_bias", (net.out_bias is None) == (ref.out_bias is None)),
-        ):
-            if not same:
-                raise ValueError(
-                    f"all nets of a sweep must share {name}; net {i} differs from net 0"
-                )
-    center = None if not bool(ref.center.any()) else ref.center.detach()
-    return Spec(ref.p, ref.normalize_input, ref.readout.detach(), center)
-
-
-def _check_labels(labels: torch.Tensor, loss: str, heads: int) -> None:
-    if loss in MARGIN_LOSSES:
-        if not labels.is_floating_point() or not bool(((labels == 1) | (labels == -1)).all()):
-            raise ValueError(
-                f"loss {loss!r} needs float labels in {{-1, +1}}, got dtype {labels.dtype}"
-            )
-    else:
-        if labels.dtype != torch.int64:
-            raise ValueError(
-                f"loss 'cross_entropy' needs int64 class labels, got dtype {labels.dtype}"
-            )
-        if bool((labels < 0).any()) or bool((labels >= heads).any()):
-            raise ValueError(f"loss 'cross_entropy' needs labels in [0, {heads}) (one per head)")
 
 
 def _check_shapes(nets, x, labels, seeds) -> None:
@@ -285,9 +256,9 @@ def _train_stacked(
     on_epoch: Callable[[dict], None] | None,
     sweep: bool,
 ) -> list[PreluTrainResult]:
-    spec = _spec_of(nets)
+    spec = spec_of(nets)
     _check_shapes(nets, x, labels, seeds)
-    _check_labels(labels, cfg.loss, nets[0].heads)
+    check_labels(labels, cfg.loss, nets[0].heads)
     stack = _Stack(nets, x, labels, cfg, seeds, spec)
     histories: list[list[dict]] = [[] for _ in nets]
 
@@ -347,3 +318,57 @@ def train_prelu_sweep(
     if len(nets) == 0:
         raise ValueError("nets must not be empty")
     return _train_stacked(list(nets), x, labels, cfg, list(seeds), on_epoch, sweep=True)
+
+
+def prelu_train_fields(opt: Mapping[str, Any], supervision: str) -> dict[str, Any]:
+    """PreluTrainConfig fields of an ``optimizers`` entry of kind sgd or adam (the ``prelu``
+    training path): the loss of the supervision (:func:`ibrobust.training.losses.training_loss`)."""
+    if opt.get("kind") not in ("sgd", "adam"):
+        raise ValueError(f"the prelu training path takes sgd or adam, got {opt.get('kind')!r}")
+    name = training_loss(supervision, opt.get("loss", "auto"))
+    fields: dict[str, Any] = {
+        "optimizer": opt["kind"],
+        "lr": float(opt["lr"]),
+        "epochs": int(opt["epochs"]),
+        "loss": name,
+    }
+    if opt.get("batch_size") is not None:
+        fields["batch_size"] = int(opt["batch_size"])
+    if "betas" in opt:
+        fields["betas"] = tuple(float(b) for b in opt["betas"])
+    if "matmul" in opt:
+        fields["matmul"] = str(opt["matmul"])
+    return fields
+
+
+def fit_path(
+    net: PreluNet,
+    data: Dataset,
+    supervision: str,
+    optimizer: Mapping[str, Any],
+    seed: int,
+    on_log: OnLog | None = None,
+    device: str | None = None,
+) -> Fitted:
+    """The ``prelu`` training path (:class:`ibrobust.training.protocol.Trainer`): the fast
+    loop on the flattened inputs, on the CPU (``device`` is unused); history rows every
+    ``log_every`` epochs and at the last one, with the seconds since the start."""
+    tr = data.train
+    fields = prelu_train_fields(optimizer, supervision)
+    fields.setdefault("batch_size", len(tr))  # batch_size null = the full batch
+    cfg = PreluTrainConfig(**fields)
+    labels = tr.fine if cfg.loss == "cross_entropy" else tr.y
+    every = int(optimizer.get("log_every", 1))
+    history: list[dict] = []
+    t0 = time.monotonic()
+
+    def on_epoch(rec: dict) -> None:
+        if rec["epoch"] % every and rec["epoch"] != cfg.epochs:
+            return
+        rec = {**rec, "seconds": time.monotonic() - t0}
+        history.append(rec)
+        if on_log is not None:
+            on_log(rec)
+
+    res = train_prelu(net, tr.x.flatten(1), labels, cfg, seed, on_epoch=on_epoch)
+    return Fitted(res.model.state_dict(), history, cfg.epochs, converged=False)

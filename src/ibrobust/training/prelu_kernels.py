@@ -29,11 +29,12 @@ and robust accuracy as fp32. The default is fp32.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from ibrobust.models.prelu import safe_inverse
+from ibrobust.models.prelu import PreluNet, safe_inverse
 from ibrobust.training.exp_loss import exp_margin_loss_grad
 from ibrobust.training.losses import BINARY_LOSSES
 
@@ -157,3 +158,39 @@ def evaluate(x, labels, w, v, b, spec, cfg):
         tot += val.double() * yb.shape[1]
         cor += c.double()
     return tot / n, cor / n
+
+
+def spec_of(nets: Sequence[PreluNet]) -> Spec:
+    """What the nets of a sweep share (ValueError naming the first that differs)."""
+    ref = nets[0]
+    for i, net in enumerate(nets[1:], 1):
+        for name, same in (
+            ("p", net.p == ref.p),
+            ("normalize_input", net.normalize_input == ref.normalize_input),
+            ("readout", torch.equal(net.readout, ref.readout)),
+            ("center", torch.equal(net.center, ref.center)),
+            ("weight shape", net.weight.shape == ref.weight.shape),
+            ("out_weight shape", net.out_weight.shape == ref.out_weight.shape),
+            ("out_bias", (net.out_bias is None) == (ref.out_bias is None)),
+        ):
+            if not same:
+                raise ValueError(
+                    f"all nets of a sweep must share {name}; net {i} differs from net 0"
+                )
+    center = None if not bool(ref.center.any()) else ref.center.detach()
+    return Spec(ref.p, ref.normalize_input, ref.readout.detach(), center)
+
+
+def check_labels(labels: torch.Tensor, loss: str, heads: int) -> None:
+    if loss in MARGIN_LOSSES:
+        if not labels.is_floating_point() or not bool(((labels == 1) | (labels == -1)).all()):
+            raise ValueError(
+                f"loss {loss!r} needs float labels in {{-1, +1}}, got dtype {labels.dtype}"
+            )
+    else:
+        if labels.dtype != torch.int64:
+            raise ValueError(
+                f"loss 'cross_entropy' needs int64 class labels, got dtype {labels.dtype}"
+            )
+        if bool((labels < 0).any()) or bool((labels >= heads).any()):
+            raise ValueError(f"loss 'cross_entropy' needs labels in [0, {heads}) (one per head)")

@@ -150,9 +150,8 @@ class RobustERMResult:
     c: torch.Tensor  # (B,) adaptive numerator used
     u: torch.Tensor | None = None  # (B, d) diag_gd only
     v: torch.Tensor | None = None
-    history: list[tuple[int, torch.Tensor]] | None = (
-        None  # [(step, log_loss (B,))]; NaN once stopped
-    )
+    # rows {"epoch": step, "log_loss": (B,)} (one full-batch step is one epoch); NaN once stopped
+    history: list[dict] | None = None
 
 
 def robust_log_loss(
@@ -269,7 +268,7 @@ def train_robust_erm(
     out.converged = out.log_loss < log_thr
     out.diverged = ~torch.isfinite(out.log_loss)
     if out.history is not None:
-        out.history = sorted(history.items())
+        out.history = [{"epoch": t, "log_loss": row} for t, row in sorted(history.items())]
     return out
 
 
@@ -287,7 +286,6 @@ def _train_chunk(
     bsz, n, d = x.shape
     dtype = x.dtype
     z = y.unsqueeze(-1) * x  # (b, n, d) signed inputs
-    log_lr = math.log(config.lr)
     log_thr = math.log(config.loss_threshold) if config.loss_threshold > 0 else -math.inf
     diag = config.algorithm == "diag_gd"
     total = out.w.shape[0]
@@ -305,8 +303,7 @@ def _train_chunk(
     for t in range(config.max_iters + 1):
         log_loss, m = robust_log_loss(w, za, epsa)  # (b,), (b, n)
         if config.history_every and t % config.history_every == 0:
-            row = history.setdefault(t, torch.full((total,), math.nan, dtype=dtype))
-            row[idx] = log_loss
+            history.setdefault(t, torch.full((total,), math.nan, dtype=dtype))[idx] = log_loss
         stop = (log_loss < log_thr) | ~torch.isfinite(log_loss)  # converged, or diverged
         if t == config.max_iters:
             stop = torch.ones_like(stop)
@@ -326,26 +323,28 @@ def _train_chunk(
             if diag:
                 u, v = u[keep], v[keep]
 
-        g = normalized_gradient(w, za, epsa, m, config.zero_subgradient)  # (b, d) grad L / L
-        if config.adaptive:
-            log_eta = adaptive_log_lr(log_loss, ca, config.lr_max).to(
-                dtype
-            )  # (b,) min(lr_max, c / L)
-        else:
-            log_eta = torch.full_like(log_loss, log_lr)
-        # dual: step = eta * dir(grad L) = eta * L * dir(G); unit: eta * dir(G)
-        log_mult = log_eta + log_loss if config.scale == "dual" else log_eta
-        mult = torch.exp(log_mult).unsqueeze(-1)  # (b, 1)
-        if diag:
-            gu, gv = 2 * u * g, -2 * v * g  # chain rule through w = u*u - v*v
-            step = steepest_direction(
-                torch.cat([gu, gv], -1), "l2", scale=config.scale, tie=config.tie
-            )
-            u = u - mult * step[:, :d]
-            v = v - mult * step[:, d:]
-            w = diagonal_weight(u, v)
-        else:
-            w = w - mult * steepest_direction(g, config.norm, scale=config.scale, tie=config.tie)
+        w, u, v = _step(w, u, v, za, epsa, ca, m, log_loss, config)
+
+
+def _step(w, u, v, za, epsa, ca, m, log_loss, config: RobustERMConfig):
+    """One step of the running problems: (w, u, v) after it (u, v: diag_gd only)."""
+    d = w.shape[-1]
+    g = normalized_gradient(w, za, epsa, m, config.zero_subgradient)  # (b, d) grad L / L
+    if config.adaptive:
+        log_eta = adaptive_log_lr(log_loss, ca, config.lr_max).to(w.dtype)  # min(lr_max, c / L)
+    else:
+        log_eta = torch.full_like(log_loss, math.log(config.lr))
+    # dual: step = eta * dir(grad L) = eta * L * dir(G); unit: eta * dir(G)
+    log_mult = log_eta + log_loss if config.scale == "dual" else log_eta
+    mult = torch.exp(log_mult).unsqueeze(-1)  # (b, 1)
+    if config.algorithm == "diag_gd":
+        gu, gv = 2 * u * g, -2 * v * g  # chain rule through w = u*u - v*v
+        step = steepest_direction(torch.cat([gu, gv], -1), "l2", scale=config.scale, tie=config.tie)
+        u = u - mult * step[:, :d]
+        v = v - mult * step[:, d:]
+        return diagonal_weight(u, v), u, v
+    w = w - mult * steepest_direction(g, config.norm, scale=config.scale, tie=config.tie)
+    return w, u, v
 
 
 __all__ = [
