@@ -254,19 +254,7 @@ def autoattack(
             f"AutoAttack assumes inputs in [0, 1] (it clamps every iterate to [0, 1]); got "
             f"box={box!r}. For box-less data (e.g. the cluster data) use PGD."
         )
-    if not eps >= 0:
-        raise ValueError(f"eps must be >= 0, got {eps}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    if x.ndim < 2 or x.shape[0] != y.shape[0] or x.shape[0] != fine.shape[0]:
-        raise ValueError(
-            f"expected x (n, ...), y (n,), fine (n,); got {tuple(x.shape)}, "
-            f"{tuple(y.shape)}, {tuple(fine.shape)}"
-        )
-    if x.numel() and (x.min() < 0 or x.max() > 1):
-        raise ValueError(
-            f"AutoAttack needs inputs in [0, 1], got values in [{x.min():.4g}, {x.max():.4g}]"
-        )
+    _check_inputs(x, y, fine, eps, seed)
     logits = task.logits(model)
     with attack_mode(logits):
         with torch.no_grad():
@@ -291,19 +279,40 @@ def autoattack(
                     x, task.labels(y, fine).to(x.device), batch_size=cfg.batch_size
                 )
         # re-judge by the task (x_adv is x wherever AutoAttack found nothing)
-        with torch.no_grad():
-            correct = torch.cat(
-                [
-                    task.correct(
-                        model,
-                        x_adv[lo : lo + cfg.batch_size],
-                        y[lo : lo + cfg.batch_size],
-                        fine[lo : lo + cfg.batch_size],
-                    )
-                    for lo in range(0, x.shape[0], cfg.batch_size)
-                ]
-            )
+        correct = _judge(task, model, x_adv, y, fine, cfg.batch_size)
     return AutoAttackResult(correct, x_adv, settings)
+
+
+def _check_inputs(x, y, fine, eps: float, seed: int) -> None:
+    if not eps >= 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if x.ndim < 2 or x.shape[0] != y.shape[0] or x.shape[0] != fine.shape[0]:
+        raise ValueError(
+            f"expected x (n, ...), y (n,), fine (n,); got {tuple(x.shape)}, "
+            f"{tuple(y.shape)}, {tuple(fine.shape)}"
+        )
+    if x.numel() and (x.min() < 0 or x.max() > 1):
+        raise ValueError(
+            f"AutoAttack needs inputs in [0, 1], got values in [{x.min():.4g}, {x.max():.4g}]"
+        )
+
+
+def _judge(task: Task, model: nn.Module, x_adv, y, fine, batch_size: int) -> torch.Tensor:
+    """(n,) bool: the task's verdict on the returned points, in batches."""
+    with torch.no_grad():
+        return torch.cat(
+            [
+                task.correct(
+                    model,
+                    x_adv[lo : lo + batch_size],
+                    y[lo : lo + batch_size],
+                    fine[lo : lo + batch_size],
+                )
+                for lo in range(0, x_adv.shape[0], batch_size)
+            ]
+        )
 
 
 def describe(cfg: AutoAttackConfig) -> dict[str, Any]:

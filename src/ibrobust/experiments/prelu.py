@@ -194,16 +194,13 @@ def table1(attack: list[dict], train: list[dict], labels: dict) -> pd.DataFrame:
     per-run dicts (run keys + metrics.json); ``labels``: {"models": {model: entry}}.
     Columns the radius grids do not contain are left out.
     """
-    group = ["dataset", "model", "optimizer", "supervision"]
     rows: list[dict] = []
-    tr = pd.DataFrame(train)
-    for key, g in tr.groupby(group, sort=False):
-        base = dict(zip(group, key, strict=True))
+    for key, g in pd.DataFrame(train).groupby(_TABLE1_GROUP, sort=False):
+        base = dict(zip(_TABLE1_GROUP, key, strict=True))
         p = model_p(labels["models"][base["model"]])
         ten = base["supervision"] == "multiclass"
-        acc = g["test.fine_acc"] if ten else g["test.binary_acc"]
-        m, s = _mean_std(list(acc))
         ref = OFFICIAL_PRETRAINED.get(int(p), {}) if ten and p == int(p) else {}
+        m, s = _mean_std(list(g["test.fine_acc"] if ten else g["test.binary_acc"]))
         rows.append(
             {
                 **base,
@@ -222,42 +219,52 @@ def table1(attack: list[dict], train: list[dict], labels: dict) -> pd.DataFrame:
                 "official_pretrained": ref.get("clean", float("nan")),
             }
         )
-        for norm, eps in TABLE1_COLUMNS:
-            found = [
-                r
-                for r in attack
-                if all(r[c] == base[c] for c in group)
-                and r["grid"] in (norm, "main")
-                and _has_radius(r, eps)
-            ]
-            if not found:
-                continue
-            vals = [_acc_at(r, "worst", eps) for r in found]
-            m, s = _mean_std(vals)
-            names = [a for a in found[0]["robust_acc"] if a != "worst"]
-            settings = found[0].get("settings", {})
-            paper = PAPER_TABLE1[(norm, eps)].get(int(p)) if ten and p == int(p) else None
-            rows.append(
-                {
-                    **base,
-                    "p": p,
-                    "task": "10-class" if ten else "2-class",
-                    "column": column_name(norm, eps),
-                    "norm": norm,
-                    "eps": eps,
-                    "ours": m,
-                    "ours_std": s,
-                    "seeds": len(found),
-                    "n_points": found[0]["n_points"],
-                    "attacks": ",".join(names),
-                    "attack_version": "; ".join(
-                        attack_version(settings.get(a, {})) for a in names if settings.get(a)
-                    ),
-                    "paper": float("nan") if paper is None else paper,
-                    "official_pretrained": ref.get((norm, eps), float("nan")),
-                }
-            )
+        rows += _robust_rows(attack, base, p, ten, ref)
     return pd.DataFrame(rows)
+
+
+_TABLE1_GROUP = ["dataset", "model", "optimizer", "supervision"]
+
+
+def _robust_rows(attack: list[dict], base: dict, p: float, ten: bool, ref: dict) -> list[dict]:
+    """The Table 1 columns of one (dataset, model, optimizer, supervision) that the
+    radius grids contain (worst case over the attacks, mean and std over seeds)."""
+    rows = []
+    for norm, eps in TABLE1_COLUMNS:
+        found = [
+            r
+            for r in attack
+            if all(r[c] == base[c] for c in _TABLE1_GROUP)
+            and r["grid"] in (norm, "main")
+            and _has_radius(r, eps)
+        ]
+        if not found:
+            continue
+        m, s = _mean_std([_acc_at(r, "worst", eps) for r in found])
+        names = [a for a in found[0]["robust_acc"] if a != "worst"]
+        settings = found[0].get("settings", {})
+        paper = PAPER_TABLE1[(norm, eps)].get(int(p)) if ten and p == int(p) else None
+        rows.append(
+            {
+                **base,
+                "p": p,
+                "task": "10-class" if ten else "2-class",
+                "column": column_name(norm, eps),
+                "norm": norm,
+                "eps": eps,
+                "ours": m,
+                "ours_std": s,
+                "seeds": len(found),
+                "n_points": found[0]["n_points"],
+                "attacks": ",".join(names),
+                "attack_version": "; ".join(
+                    attack_version(settings.get(a, {})) for a in names if settings.get(a)
+                ),
+                "paper": float("nan") if paper is None else paper,
+                "official_pretrained": ref.get((norm, eps), float("nan")),
+            }
+        )
+    return rows
 
 
 def _has_radius(r: dict, eps: float) -> bool:

@@ -165,34 +165,48 @@ def neuron_alignment(
     xlabels += ["avg+", "avg-"]
     for i, (key, g) in enumerate(panels):
         ax = fig.add_subplot(grid[0, i])
-        act = g[g.active.astype(bool)].sort_values(
-            ["best", "contribution"], ascending=[True, False]
-        )
-        shown = act.head(max_neurons)
-        if shown.empty:
-            ax.text(0.5, 0.5, "no active neuron", ha="center", va="center", transform=ax.transAxes)
-        else:
-            sns.heatmap(
-                shown[cols].to_numpy(),
-                ax=ax,
-                cmap=cmap,
-                vmin=-1,
-                vmax=1,
-                cbar=i == len(panels) - 1,
-                xticklabels=xlabels,
-                yticklabels=False,
-            )
-            ax.axvline(k, color="k", lw=1.0)
-            ax.tick_params(axis="x", labelsize=6, rotation=90)
-        single = float((act.best_kind == "centre").mean()) if len(act) else float("nan")
-        ax.set_title(
-            f"{_panel_title(key, pcols)}\n{len(act)}/{len(g)} active"
-            + ("" if len(shown) == len(act) else f" ({len(shown)} shown)")
-            + f", {single:.0%} on one centre",
-            fontsize=8,
-        )
+        title = _panel_title(key, pcols)
+        _alignment_panel(ax, g, cols, xlabels, cmap, max_neurons, i == len(panels) - 1, title)
         ax.set_ylabel("active neurons, by best match" if i == 0 else "")
-    ax = fig.add_subplot(grid[1, :])
+    _single_centre_fractions(fig.add_subplot(grid[1, :]), df, figure_alpha, spread)
+    fig.suptitle(
+        f"Neuron alignment at the end of training (top: first seed, alpha = {figure_alpha:g})",
+        fontsize=10,
+    )
+    return fig
+
+
+def _alignment_panel(ax, g, cols, xlabels, cmap, max_neurons, cbar, title) -> None:
+    """Heatmap of the cosines of one panel's active neurons (title: how many are shown)."""
+    k = len(cols) - 2
+    act = g[g.active.astype(bool)].sort_values(["best", "contribution"], ascending=[True, False])
+    shown = act.head(max_neurons)
+    if shown.empty:
+        ax.text(0.5, 0.5, "no active neuron", ha="center", va="center", transform=ax.transAxes)
+    else:
+        sns.heatmap(
+            shown[cols].to_numpy(),
+            ax=ax,
+            cmap=cmap,
+            vmin=-1,
+            vmax=1,
+            cbar=cbar,
+            xticklabels=xlabels,
+            yticklabels=False,
+        )
+        ax.axvline(k, color="k", lw=1.0)
+        ax.tick_params(axis="x", labelsize=6, rotation=90)
+    single = float((act.best_kind == "centre").mean()) if len(act) else float("nan")
+    ax.set_title(
+        f"{title}\n{len(act)}/{len(g)} active"
+        + ("" if len(shown) == len(act) else f" ({len(shown)} shown)")
+        + f", {single:.0%} on one centre",
+        fontsize=8,
+    )
+
+
+def _single_centre_fractions(ax, df: pd.DataFrame, figure_alpha: float, spread: str) -> None:
+    """Fraction of active neurons best aligned with one centre vs alpha, per (p, model)."""
     frac = alignment_fractions(df)
     colors = p_colors(frac.p.unique())
     for i, ((p, model), g) in enumerate(frac.groupby(["p", "model"], sort=True)):
@@ -211,11 +225,6 @@ def neuron_alignment(
         fontsize=9,
     )
     ax.legend(fontsize=8)
-    fig.suptitle(
-        f"Neuron alignment at the end of training (top: first seed, alpha = {figure_alpha:g})",
-        fontsize=10,
-    )
-    return fig
 
 
 def ideal_distances(df: pd.DataFrame, spread: str = "sd", style: str = "whitegrid") -> plt.Figure:

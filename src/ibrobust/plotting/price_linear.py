@@ -85,26 +85,7 @@ def gap_vs_n(
             ax = axes[i][j]
             sub = df[(df.dataset == ds) & (df.eps_fraction == f)]
             for opt in optimizers:
-                g = sub[sub.optimizer == opt].groupby("n")
-                if not len(g):
-                    continue
-                mean, lo, hi = _spread(g, gap, spread)
-                ns = mean.index.to_numpy()
-                ax.plot(
-                    ns, 100 * mean, marker="o", ms=3, color=colors[opt], label=optimizer_labels[opt]
-                )
-                ax.fill_between(ns, 100 * lo, 100 * hi, color=colors[opt], alpha=0.15, lw=0)
-                if "converged" in sub:
-                    open_ = (g["converged"].mean() < 1).to_numpy()  # some draw hit max_iters
-                    ax.plot(
-                        ns[open_],
-                        100 * mean.to_numpy()[open_],
-                        ls="none",
-                        marker="o",
-                        ms=5,
-                        mfc="white",
-                        mec=colors[opt],
-                    )
+                _gap_line(ax, sub, opt, gap, spread, colors[opt], optimizer_labels[opt])
             ax.set_xscale("log", base=2)
             if i == 0:
                 ax.set_title(_fraction_title(f), fontsize=9)
@@ -122,6 +103,24 @@ def gap_vs_n(
         ncol=len(optimizers),
     )
     return fig
+
+
+def _gap_line(ax, sub: pd.DataFrame, opt: str, gap: str, spread: str, color, label: str) -> None:
+    """Mean ``gap`` vs n of one optimizer with its band; open markers where some draw did
+    not converge."""
+    g = sub[sub.optimizer == opt].groupby("n")
+    if not len(g):
+        return
+    mean, lo, hi = _spread(g, gap, spread)
+    ns = mean.index.to_numpy()
+    ax.plot(ns, 100 * mean, marker="o", ms=3, color=color, label=label)
+    ax.fill_between(ns, 100 * lo, 100 * hi, color=color, alpha=0.15, lw=0)
+    if "converged" in sub:
+        open_ = (g["converged"].mean() < 1).to_numpy()  # some draw hit max_iters
+        ax.plot(
+            ns[open_], 100 * mean.to_numpy()[open_], ls="none", marker="o", ms=5, mfc="white",
+            mec=color,
+        )  # fmt: skip
 
 
 def gap_difference_heatmap(
