@@ -60,10 +60,6 @@ rule cosine_figure:
         runs=lambda w: first_seed_runs(w.study),
         plots=plot_params,
         code=code("cosine_figure"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:

@@ -21,10 +21,6 @@ rule attack_audit_table:
         runs=lambda w: main_runs(w.study),
         tolerance=lambda w: float(STUDIES[w.study]["tolerance"]),
         code=code("attack_audit_table"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:

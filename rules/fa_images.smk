@@ -20,10 +20,6 @@ rule images_robust_figure:
         runs=lambda w: main_runs(w.study),
         plots=plot_params,
         code=code("images_robust_figure"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -46,10 +42,6 @@ rule images_summary_table:
         report_radii=lambda w: {d: [float(r) for r in v] for d, v in STUDIES[w.study]["report_radii"].items()},
         paper_tasks=lambda w: dict(STUDIES[w.study]["paper_tasks"]),
         code=code("images_summary_table"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:

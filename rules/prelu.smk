@@ -55,10 +55,6 @@ rule prelu_robust_figure:
         labels=lambda w: _prelu.labels(config, w.study, "synthetic"),
         plots=plot_params,
         code=code("prelu_robust_figure"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -81,10 +77,6 @@ rule prelu_alignment_figure:
         labels=lambda w: _prelu.labels(config, w.study, "synthetic"),
         plots=plot_params,
         code=code("prelu_alignment_figure"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -107,10 +99,6 @@ rule prelu_distance_figure:
         labels=lambda w: _prelu.labels(config, w.study, "synthetic"),
         plots=plot_params,
         code=code("prelu_distance_figure"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -133,10 +121,6 @@ rule prelu_summary_table:
         runs=lambda w: _prelu.runs(config, w.study, "synthetic"),
         labels=lambda w: _prelu.labels(config, w.study, "synthetic"),
         code=code("prelu_summary_table"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -159,10 +143,6 @@ rule prelu_mnist_figure:
         labels=lambda w: _prelu.labels(config, w.study, "mnist"),
         plots=plot_params,
         code=code("prelu_mnist_figure"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -185,10 +165,6 @@ rule prelu_table1:
         runs=lambda w: _prelu.runs(config, w.study, "mnist"),
         labels=lambda w: _prelu.labels(config, w.study, "mnist"),
         code=code("prelu_table1"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:

@@ -118,9 +118,6 @@ rule price_gap_figure:
         plots=plot_params,
         code=code("price_gap_figure"),
     threads: config["threads"]
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -146,9 +143,6 @@ rule price_gap_difference_figure:
         plots=plot_params,
         code=code("price_gap_difference_figure"),
     threads: config["threads"]
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -172,9 +166,6 @@ rule price_cosine_figure:
         plots=plot_params,
         code=code("price_cosine_figure"),
     threads: config["threads"]
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -197,9 +188,6 @@ rule price_summary_table:
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
         code=code("price_summary_table"),
     threads: config["threads"]
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:

@@ -1,5 +1,6 @@
 """Snakemake profiles: profiles/default (local runs), profiles/slurm and profiles/slurm-gpu
-(the same but a GPU for training and attacks); every rule declares threads and resources,
+(the same but a GPU for training and attacks); every rule declares threads and resources
+(figure and table rules: the defaults),
 set-resources names only existing rules and its expressions evaluate for attempts 1-3."""
 
 from __future__ import annotations
@@ -27,12 +28,30 @@ def _rules() -> dict[str, str]:
     return out
 
 
+def _figure_or_table(body: str) -> bool:
+    """Every output of the rule is under results/{study}/figures/."""
+    outs = re.search(r"^    output:\n((?:        .*\n)+)", body, flags=re.M)
+    paths = re.findall(r'"(results/[^"]*)"', outs.group(1)) if outs else []
+    return bool(paths) and all(p.startswith("results/{study}/figures/") for p in paths)
+
+
 def test_every_rule_that_runs_declares_threads_and_resources():
+    """A rule declares its log and env; its threads and resources too, except a figure or
+    table rule, which runs under the defaults (one thread; the profiles' default-resources)."""
+    lean = set()
     for name, body in _rules().items():
         if "script:" not in body and "shell:" not in body and "run:" not in body:
             continue  # a target (rule all, fa, ...)
-        for key in ("threads:", "resources:", "log:", "conda:"):
+        for key in ("log:", "conda:"):
             assert key in body, f"rule {name} declares no {key}"
+        if _figure_or_table(body) and "resources:" not in body:
+            lean.add(name)  # a figure or table rule that needs no more than the defaults
+            continue
+        for key in ("threads:", "resources:"):
+            assert key in body, f"rule {name} declares no {key}"
+    assert {"prelu_table1", "images_robust_figure", "attack_audit_table"} <= lean
+    # a lean rule runs under the SLURM default-resources, not a set-resources line
+    assert not lean & set(_load("slurm")["set-resources"])
 
 
 def test_default_profile_is_for_local_runs():
