@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
+
+from ibrobust.training.exp_loss import exp_margin_loss
 
 
 def logistic_margin_loss(
@@ -23,9 +23,9 @@ def fine_cross_entropy(heads: torch.Tensor, fine: torch.Tensor) -> torch.Tensor:
 def exponential_margin_loss(
     heads: torch.Tensor, readout: torch.Tensor, y: torch.Tensor
 ) -> torch.Tensor:
-    """mean exp(-y f), formed in log space (no overflow before the mean; Min & Vidal's loss)."""
-    margin = y * (heads @ readout)  # (n,)
-    return torch.exp(torch.logsumexp(-margin, 0) - math.log(margin.numel()))
+    """mean exp(-y f), formed in log space (no overflow before the mean; Min & Vidal's loss;
+    :func:`ibrobust.training.exp_loss.exp_margin_loss`)."""
+    return exp_margin_loss(y * (heads @ readout))  # of the (n,) margins
 
 
 LOSSES = ("auto", "logistic", "exponential")  # the config's ``loss`` (auto: by supervision)
