@@ -1,34 +1,13 @@
-"""Study PRICE-NN's tables: the curves and final evaluations of runs of
-:mod:`ibrobust.experiments.price_nn` as rows, the paired GD - SD differences, and the
-summary beside the paper's numbers."""
+"""Study PRICE-NN's tables: the paired GD - SD differences of the final rows of
+:mod:`ibrobust.experiments.price_nn` and the summary beside the paper's numbers."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ibrobust.experiments.price_nn import PAPER_FC_SD_MINUS_GD, RunResult
-
-
-def history_rows(results: Sequence[RunResult]) -> list[dict]:
-    """Long table of the curves: one row per (run, curve point)."""
-    return [{**dataclasses.asdict(r.spec), **row} for r in results for row in r.history]
-
-
-def final_rows(results: Sequence[RunResult]) -> list[dict]:
-    """One row per run: its spec, threshold, epoch reached and final evaluation."""
-    return [
-        {
-            **dataclasses.asdict(r.spec),
-            "threshold": r.threshold,
-            "threshold_epoch": r.threshold_epoch,
-            "cpu_seconds": r.seconds,
-            **r.final,
-        }
-        for r in results
-    ]
+from ibrobust.experiments.price_nn import PAPER_FC_SD_MINUS_GD
 
 
 def paired_differences(
@@ -70,7 +49,10 @@ def _fmt(d: Mapping | None) -> str:
 
 
 def summary_markdown(
-    fc_diffs: Sequence[Mapping], cnn_diffs: Sequence[Mapping], fc_final: Sequence[Mapping]
+    fc_diffs: Sequence[Mapping],
+    cnn_diffs: Sequence[Mapping],
+    fc_final: Sequence[Mapping],
+    cnn_final: Sequence[Mapping] = (),
 ) -> str:
     """``summary.md``: our numbers beside the paper's (Sec. 5.2), from the difference tables."""
     lines = ["# Study PRICE-NN: GD vs sign descent on MNIST 2 vs 7", ""]
@@ -111,4 +93,12 @@ def summary_markdown(
             continue
         sign = "GD ahead" if d["mean"] > 0 else ("SD ahead" if d["mean"] < 0 else "tie")
         lines.append(f"| {d['eps']:g} | {d['n']} | {_fmt(d)} | {sign} |")
+    if cnn_final:
+        lines += ["", "CNN runs: the epoch reported (first below the optimizer's stop_loss):", ""]
+        for r in sorted(cnn_final, key=lambda r: (r["eps"], r["n"], r["algorithm"], r["seed"])):
+            how = "reached" if r["reached_stop_loss"] else "not reached (max steps)"
+            lines.append(
+                f"- {r['algorithm']} eps {r['eps']:g} n {r['n']} seed {r['seed']}: epoch "
+                f"{r['epochs']} ({how}; final loss {r['final_loss']:.3g})"
+            )
     return "\n".join(lines) + "\n"
