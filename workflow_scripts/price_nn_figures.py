@@ -24,12 +24,24 @@ with Job(snakemake) as job:
     curves = history_rows(p.runs, hist)
     curves = curves[(curves["arch"] == "fc") & (curves["n"] == min(p.curve_n))]
     fig = accuracy_curves(curves, f"FC net, MNIST 2 vs 7, n = {min(p.curve_n)}: GD vs sign descent")
-    save_outputs(job, fig, curves, NS(png=out.curves_png, pdf=out.curves_pdf, csv=out.curves_csv), p.plots["dpi"])
+    save_outputs(
+        job,
+        fig,
+        curves,
+        NS(png=out.curves_png, pdf=out.curves_pdf, csv=out.curves_csv),
+        p.plots["dpi"],
+    )
     tables = study_tables(final)
     diff = tables["cnn_differences"]
     fig = difference_heatmap(diff, "Madry CNN: GD - SD robust test acc. (strong, worst case)",
                              "GD - SD (points)")  # fmt: skip
-    save_outputs(job, fig, diff, NS(png=out.heatmap_png, pdf=out.heatmap_pdf, csv=out.heatmap_csv), p.plots["dpi"])
+    save_outputs(
+        job,
+        fig,
+        diff,
+        NS(png=out.heatmap_png, pdf=out.heatmap_pdf, csv=out.heatmap_csv),
+        p.plots["dpi"],
+    )
     save_csv(out.fc_csv, tables["fc_table"])
     save_csv(out.summary_csv, tables["differences"])
     with atomic_path(out.fc_md) as tmp:

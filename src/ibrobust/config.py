@@ -228,7 +228,7 @@ def check_adversarial(adv: dict, where: str) -> None:
         adversarial_from_dict(adv)
     except ValueError as err:
         msg = str(err)
-        key = msg.split()[0]
+        key = msg.split()[0].split("=")[0]
         known = ("eps", "norm", "steps", "step_size", "random_start", "box")
         raise ConfigError(f"config key {where}{'.' + key if key in known else ''}: {msg}") from None
 

@@ -30,7 +30,6 @@ KNOWN = {
         "src/ibrobust/plotting/prelu.py:neuron_alignment": 80,
         "src/ibrobust/plotting/price_linear.py:gap_vs_n": 71,
         "src/ibrobust/training/full_batch.py:train_gd": 78,
-        "src/ibrobust/training/network.py:train_network": 67,
         "src/ibrobust/training/prelu.py:_train_stacked": 130,
         "src/ibrobust/training/robust_erm.py:_train_chunk": 73,
         # merged in the same session as the limits (the claims functions are lists of claim

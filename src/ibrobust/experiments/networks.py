@@ -85,8 +85,6 @@ def net_train_fields(opt: dict) -> dict[str, Any]:
         fields["betas"] = tuple(float(b) for b in fields["betas"])
     if "adversarial" in fields:  # robust ERM (None or eps 0: plain ERM)
         fields["adversarial"] = adversarial_from_dict(fields["adversarial"])
-    if fields.get("eval_every") is None:
-        fields.pop("eval_every", None)
     return {"algorithm": kind, **fields}
 
 
@@ -162,6 +160,16 @@ def _fit_prelu(trainer, net, data: Dataset, supervision: str, opt: dict, seed: i
     return res.model, pd.DataFrame(history), cfg.epochs
 
 
+def _fit_network(trainer, net, data: Dataset, supervision, opt: dict, seed, device, on_log):
+    """The generic loop (robust ERM and curves as the optimizer entry asks)."""
+    cfg = trainer.NetTrainConfig(**net_train_fields(opt))
+    curves = curve_recorder(opt, cfg, data, supervision, seed)
+    tr = data.train
+    return trainer.train_network(
+        net, tr.x, tr.y, tr.fine, supervision, cfg, seed, device, on_log, curves
+    )
+
+
 @dataclass
 class FitResult:
     state: dict  # what models.registry.load_model rebuilds the net from
@@ -233,11 +241,7 @@ def fit(
         net, history, n_steps = _fit_prelu(trainer, net, data, supervision, opt, seed, on_log)
         ckpts, converged = {0: init, n_steps: net.state_dict()}, False
     else:
-        cfg = trainer.NetTrainConfig(**net_train_fields(opt))
-        on_eval = curve_recorder(opt, cfg, data, supervision, seed)
-        res = trainer.train_network(
-            net, tr.x, tr.y, tr.fine, supervision, cfg, seed, device, on_log, on_eval
-        )
+        res = _fit_network(trainer, net, data, supervision, opt, seed, device, on_log)
         ckpts = {0: init, **res.checkpoints, res.epochs: net.state_dict()}
         history, n_steps, converged = pd.DataFrame(res.history), res.epochs, res.converged
     if model["kind"] == "two_layer":  # the lambda decomposition reads these

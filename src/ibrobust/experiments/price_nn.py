@@ -103,6 +103,7 @@ def study_tables(final: pd.DataFrame) -> dict[str, pd.DataFrame | str]:
 
 def markdown_table(df: pd.DataFrame, digits: int = 2) -> str:
     """A pipe table of ``df`` (floats rounded to ``digits``)."""
+
     def cell(v) -> str:
         return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 

@@ -59,7 +59,11 @@ class CurveRecorder:
             x, y, fine = (t.to(dev) for t in tensors)
             clean = robust = 0
             for lo in range(0, x.shape[0], self.batch):
-                xb, yb, fb = x[lo : lo + self.batch], y[lo : lo + self.batch], fine[lo : lo + self.batch]
+                xb, yb, fb = (
+                    x[lo : lo + self.batch],
+                    y[lo : lo + self.batch],
+                    fine[lo : lo + self.batch],
+                )
                 c = self._correct(model, xb, yb, fb)
                 clean += c
                 if self.adversarial is None:

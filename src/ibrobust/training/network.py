@@ -52,7 +52,7 @@ class NetTrainConfig:
     stop_loss: float | None = None  # stop once the epoch's mean loss is below it at 100% acc
     log_every: int = 1  # epochs between logged records
     n_checkpoints: int = 0  # log-spaced epochs whose weights are kept (plus the final one)
-    eval_every: int = 1  # epochs between curve points (train_network's on_eval)
+    eval_every: int | None = None  # epochs between curve points (on_eval; None: last only)
     # robust ERM: each batch -> its PGD perturbation (ibrobust.training.adversarial); None or
     # eps 0 = plain ERM. Logged loss/acc are then those of the perturbed batches.
     adversarial: AdversarialConfig | None = None
@@ -72,7 +72,7 @@ class NetTrainConfig:
             )
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
-        if self.log_every < 1 or self.n_checkpoints < 0 or self.eval_every < 1:
+        if self.log_every < 1 or self.n_checkpoints < 0 or (self.eval_every or 1) < 1:
             raise ValueError(
                 f"log_every and eval_every must be >= 1 and n_checkpoints >= 0, got "
                 f"{self.log_every}, {self.eval_every}, {self.n_checkpoints}"
@@ -139,7 +139,8 @@ def _record(model, epoch, mean_loss, acc, t0, cfg, done, on_eval) -> dict | None
     """The epoch's history row (None when neither logged nor evaluated): loss and acc of the
     (perturbed) batches, plus the curve point of ``on_eval`` every ``eval_every`` epochs."""
     last = done or epoch == cfg.max_epochs
-    curve = on_eval is not None and (last or epoch % cfg.eval_every == 0)
+    every = cfg.eval_every
+    curve = on_eval is not None and (last or (every is not None and epoch % every == 0))
     if not (curve or last or epoch % cfg.log_every == 0):
         return None
     rec = {"epoch": epoch, "loss": mean_loss, "acc": acc, "seconds": time.monotonic() - t0}

@@ -58,6 +58,12 @@ def algorithm(opt: dict) -> str:
     return "sd" if opt.get("norm") == "linf" else "gd"
 
 
+def radii(st: dict) -> list[float]:
+    """The final evaluation's radii: every training eps of the study (the halves may share a
+    dataset, and an attack job's radii are those of its dataset)."""
+    return sorted({float(e) for h in HALVES if st.get(h) for e in st[h]["eps"]})
+
+
 def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
     out = []
     for h in HALVES:
@@ -68,10 +74,14 @@ def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
             dict(
                 half,
                 part=h,
-                datasets=[sweep_dataset(cfg, half["dataset"], "n_train", n) for n in half["n_train"]],
-                optimizers=[variant_name(o, "eps", e) for o in half["optimizers"] for e in half["eps"]],
+                datasets=[
+                    sweep_dataset(cfg, half["dataset"], "n_train", n) for n in half["n_train"]
+                ],
+                optimizers=[
+                    variant_name(o, "eps", e) for o in half["optimizers"] for e in half["eps"]
+                ],
                 supervisions=["binary"],
-                radii=sorted({float(e) for e in half["eps"]}),
+                radii=radii(st),
             )
         )
     return out
@@ -105,7 +115,9 @@ def check(cfg: dict, st: dict, where: str) -> None:
         raise ConfigError(f"config key {where}: a price_nn study needs an fc or a cnn half")
     for h in HALVES:
         if st.get(h) is not None:
-            _check_half(cfg, {**st[h], "kind": st["kind"], "supervisions": ["binary"]}, f"{where}.{h}", h)
+            _check_half(
+                cfg, {**st[h], "kind": st["kind"], "supervisions": ["binary"]}, f"{where}.{h}", h
+            )
 
 
 def _check_half(cfg: dict, half: dict, w: str, h: str) -> None:
@@ -116,7 +128,7 @@ def _check_half(cfg: dict, half: dict, w: str, h: str) -> None:
     check_trained_models(cfg, half, w, MODEL_KINDS[h])
     check_kinds(cfg, half, w, "optimizers", ("gd",))
     check_attacks(cfg, half, w, IMAGE_DATA)
-    for i, o in enumerate(half["optimizers"]):
+    for o in half["optimizers"]:
         adv = cfg["optimizers"][o].get("adversarial") or {}
         for j, e in enumerate(half["eps"]):  # each variant's robust-ERM block, by its eps key
             try:
