@@ -9,19 +9,11 @@ from ibrobust.studies import price_nn as _price_nn  # noqa: E402
 PRICE_NN_WILDCARDS = dict(study=_alternatives(studies_of("price_nn")) or "^$")
 
 
-def price_nn_runs(w):
-    return [r for h in _price_nn.HALVES for r in _price_nn.runs(config, w.study, h)]
-
-
-def _price_nn_keys(runs):
-    return [{k: r[k] for k in plan.RUN_KEYS} for r in runs]
-
-
 rule price_nn_figures:
     input:
-        history=lambda w: files(w.study, _price_nn_keys(price_nn_runs(w)), "history.csv"),
-        metrics=lambda w: files(w.study, _price_nn_keys(price_nn_runs(w)), "metrics.json"),
-        attack=lambda w: files(w.study, _price_nn_keys(price_nn_runs(w)), "attack/main/summary.json"),
+        history=lambda w: _price_nn.run_files(config, w.study, "history.csv"),
+        metrics=lambda w: _price_nn.run_files(config, w.study, "metrics.json"),
+        attack=lambda w: _price_nn.run_files(config, w.study, "attack/main/summary.json"),
     output:
         curves_png=report("results/{study}/figures/accuracy_curves.png", caption="../report/price_nn/accuracy_curves.rst", category="{study}", subcategory="figures"),
         curves_pdf="results/{study}/figures/accuracy_curves.pdf",
@@ -39,8 +31,8 @@ rule price_nn_figures:
     wildcard_constraints:
         study=PRICE_NN_WILDCARDS["study"],
     params:
-        runs=price_nn_runs,
-        curve_n=lambda w: STUDIES[w.study]["fc"]["n_train"] if STUDIES[w.study]["fc"] else [0],
+        runs=lambda w: _price_nn.all_runs(config, w.study),
+        curve_n=lambda w: _price_nn.curve_n(STUDIES[w.study]),
         plots=plot_params,
         code=code("price_nn_figures"),
     threads: 1

@@ -22,8 +22,8 @@ with Job(snakemake) as job:
     hist = [pd.read_csv(f) for f in inp.history]
     final = final_rows(p.runs, hist, read_json(inp.metrics), read_json(inp.attack))
     curves = history_rows(p.runs, hist)
-    curves = curves[(curves["arch"] == "fc") & (curves["n"] == min(p.curve_n))]
-    fig = accuracy_curves(curves, f"FC net, MNIST 2 vs 7, n = {min(p.curve_n)}: GD vs sign descent")
+    curves = curves[(curves["arch"] == "fc") & (curves["n"] == p.curve_n)]
+    fig = accuracy_curves(curves, f"FC net, MNIST 2 vs 7, n = {p.curve_n}: GD vs sign descent")
     save_outputs(
         job,
         fig,

@@ -106,6 +106,22 @@ def runs(cfg: dict, study: str, half: str) -> list[dict[str, Any]]:
     return out
 
 
+def all_runs(cfg: dict, study: str) -> list[dict[str, Any]]:
+    """The runs of both halves, labelled (what the figures job reads)."""
+    return [r for h in HALVES for r in runs(cfg, study, h)]
+
+
+def run_files(cfg: dict, study: str, tail: str) -> list[str]:
+    """``tail`` of every run's directory (fc and cnn)."""
+    keys = [{k: r[k] for k in plan.RUN_KEYS} for r in all_runs(cfg, study)]
+    return plan.files(study, keys, tail)
+
+
+def curve_n(st: dict) -> int:
+    """The training-set size of the FC curves: the smallest n of the fc half (0: no fc half)."""
+    return min(st["fc"]["n_train"]) if st.get("fc") else 0
+
+
 def outputs(cfg: dict, name: str, default: bool) -> list[str]:
     return figure_files(name, FIGURES, TABLES)
 
