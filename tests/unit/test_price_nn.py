@@ -161,3 +161,15 @@ def test_fc_table_and_heatmap_from_their_csv_frames():
     fig = plots.difference_heatmap(diff, "t", "GD - SD")
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "+2.0\n(2/2)" in texts and "-1.0\n(1/2)" in texts
+
+
+def test_fa_robust_cross_paper_entry_trains_fa_nets_by_robust_erm():
+    """configs/cross_paper.yaml's fa_robust: Study FA's nets, GD + an adversarial block."""
+    from ibrobust import kinds
+
+    overlay = yaml.safe_load((REPO / "configs" / "cross_paper.yaml").read_text())
+    cfg = validate_config(merged(BASE, overlay), SCHEMA)
+    opt = cfg["optimizers"]["gd_robust_fa"]
+    assert kinds.trainer(cfg["models"]["two_layer_m5"], opt) == "network"
+    adv = NetTrainConfig(**net_train_fields(opt)).adversarial
+    assert adv == AdversarialConfig(eps=4.0, norm="l2", steps=10, box=None)
