@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from ibrobust.experiments.price_nn import PAPER_FC_SD_MINUS_GD
+from ibrobust.plotting.price_nn import fc_table
 
 
 def paired_differences(
@@ -102,3 +104,29 @@ def summary_markdown(
                 f"{r['epochs']} ({how}; final loss {r['final_loss']:.3g})"
             )
     return "\n".join(lines) + "\n"
+
+
+FC_TABLE_METRICS = {  # final row column -> label in the FC table
+    "robust_train_acc_train_pgd": "robust train acc. (training PGD)",
+    "robust_test_acc_train_pgd": "robust test acc. (training PGD)",
+    "robust_test_acc_worst": "robust test acc. (strong attacks, worst case)",
+    "test_acc": "clean test acc.",
+}
+DIFF_METRICS = ("robust_test_acc_train_pgd", "robust_test_acc_worst", "test_acc")
+
+
+def study_tables(final: pd.DataFrame) -> dict[str, pd.DataFrame | str]:
+    """The FC table, the paired differences (FC: SD - GD; CNN: GD - SD) and summary.md."""
+    rows = final.to_dict("records")
+    fc = [r for r in rows if r["arch"] == "fc"]
+    cnn = [r for r in rows if r["arch"] == "cnn"]
+    fc_diffs = [d for m in DIFF_METRICS for d in paired_differences(fc, m)]
+    cnn_diffs = [d for m in DIFF_METRICS for d in paired_differences(cnn, m, "gd", "sd")]
+    table = fc_table(final[final["arch"] == "fc"], FC_TABLE_METRICS) if fc else pd.DataFrame()
+    md = summary_markdown(fc_diffs, cnn_diffs, fc, cnn)
+    return {
+        "fc_table": table,
+        "differences": pd.DataFrame(fc_diffs + cnn_diffs),
+        "cnn_differences": pd.DataFrame([d for d in cnn_diffs if d["metric"] == DIFF_METRICS[1]]),
+        "summary_md": md,
+    }
