@@ -20,12 +20,16 @@ import torch
 import torch.nn.functional as F
 from _machine import matmul_peak
 
-from ibrobust.experiments.price_nn import AlgorithmConfig, DataConfig, load_mnist, subset
+from ibrobust.data.dataset import dataset_from_arrays
+from ibrobust.data.images import make_dataset
+from ibrobust.experiments.networks import net_train_fields
 from ibrobust.models.fc import FCConfig, build_fc
 from ibrobust.models.image import ImageModelConfig, build_image_model
 from ibrobust.seeding import torch_generator
-from ibrobust.training.adversarial import AdversarialConfig
-from ibrobust.training.network import train_network
+from ibrobust.training.network import NetTrainConfig, train_network
+
+MNIST_2V7 = {"kind": "image", "source": "mnist", "split": "explicit", "positive": [2],
+             "negative": [7], "download": False}  # fmt: skip
 
 
 def make_net(arch: str, shape, width: int):
@@ -62,12 +66,12 @@ def plain_loop(arch, net, x, y, eps, lr, algorithm, epochs, gen):
 
 
 def ours(arch, net, x, y, eps, lr, algorithm, epochs):
-    cfg = AlgorithmConfig(algorithm, lr).train_config(
-        max_epochs=epochs,
-        loss="exponential" if arch == "fc" else "auto",
-        log_every=epochs,
-        adversarial=AdversarialConfig(eps=eps),
-    )
+    """The workflow's path: an optimizers entry (gd; sd = norm linf, scale unit) with an
+    adversarial block, through net_train_fields, NetTrainConfig and train_network."""
+    norm = {"norm": "linf", "scale": "unit"} if algorithm == "sd" else {"norm": "l2"}
+    entry = {"kind": "gd", "lr": lr, "max_steps": epochs, "log_every": epochs, **norm,
+             "loss": "exponential" if arch == "fc" else "auto", "adversarial": {"eps": eps}}  # fmt: skip
+    cfg = NetTrainConfig(**net_train_fields(entry))
     train_network(net, x, y, (y < 0).long(), "binary", cfg, 0, "cpu")
 
 
@@ -86,7 +90,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    data = subset(load_mnist(args.data_root), DataConfig(), args.n, 0)
+    arrays, _ = make_dataset({**MNIST_2V7, "n_train": args.n}, 0, args.data_root)
+    data = dataset_from_arrays(arrays)
     x, y = data.train.x, data.train.y
     lr = 1e-4 if args.algorithm == "sd" else 1e-2
     print(

@@ -27,6 +27,7 @@ from ibrobust.config import (  # noqa: E402
     ConfigError,
     attack_applies,
     derived_datasets,
+    derived_optimizers,
     grid_attacks,
     load_schema,
     radius_grids,
@@ -66,6 +67,10 @@ def studies_of(kind):
 DATASETS = {**config["datasets"], **derived_datasets(config)}
 
 
+# optimizer variants <base>@eps=<value> a study derives (robust ERM at each training radius)
+OPTIMIZERS = {**config["optimizers"], **derived_optimizers(config)}
+
+
 def dataset_config(name):
     return DATASETS[name]
 
@@ -84,7 +89,7 @@ wildcard_constraints:
     study=_alternatives(NET_STUDIES) or "^$",
     dataset=_alternatives(DATASETS),
     model=_alternatives(config["models"]),
-    optimizer=_alternatives([*config["optimizers"], REFERENCE_OPTIMIZER]),
+    optimizer=_alternatives([*OPTIMIZERS, REFERENCE_OPTIMIZER]),
     supervision="binary|multiclass",
     seed=r"\d+",
     grid="main|scaling|l2|linf|l1",
@@ -193,7 +198,7 @@ def model_params(wildcards):
 def optimizer_params(wildcards):
     if wildcards.optimizer == REFERENCE_OPTIMIZER:
         return {"kind": REFERENCE_OPTIMIZER}
-    return config["optimizers"][wildcards.optimizer]
+    return OPTIMIZERS[wildcards.optimizer]
 
 
 def attack_readout(wildcards):

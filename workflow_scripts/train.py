@@ -5,6 +5,7 @@ from _job import Job
 from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.experiments.networks import fit
 from ibrobust.io import load_npz, save_csv, save_json, save_torch
+from ibrobust.training.curves import CURVE_KEYS
 
 p = snakemake.params
 with Job(snakemake) as job:
@@ -17,6 +18,8 @@ with Job(snakemake) as job:
     def on_log(rec):
         last.update(rec)
         job.progress(rec["epoch"], budget, **{"train.loss": rec["loss"], "train.acc": rec["acc"]})
+        if "robust_test_acc" in rec:  # a curve point (optimizer eval_every): step = epoch
+            job.metrics({f"curve.{k}": rec[k] for k in CURVE_KEYS}, step=rec["epoch"])
 
     res = fit(p.model, p.optimizer, data, p.supervision, p.seed, on_log=on_log, device=p.device)
     if last:  # the last step always gets a line, also when stop_loss ended training early

@@ -133,6 +133,7 @@ KIND_FIELDS = {
         "mlp": {"hidden", "normalize"},
         "cnn": {"channels", "kernel", "hidden", "normalize"},
         "resnet18": {"width", "normalize"},
+        "fc": {"width", "init_scale"},
         "prelu": {
             "width",
             "p",
@@ -195,6 +196,9 @@ def _check_references(cfg: dict) -> None:
                 f"config key models.{name}.normalize: a prelu net centres its input or not "
                 f"(none or center), got {m['normalize']!r}"
             )
+    for name, opt in cfg["optimizers"].items():
+        if opt.get("adversarial") is not None:
+            check_adversarial(opt["adversarial"], f"optimizers.{name}.adversarial")
     for name, ds in cfg["datasets"].items():
         where = f"datasets.{name}"
         if ds["kind"] == "clusters":
@@ -213,6 +217,40 @@ def _check_references(cfg: dict) -> None:
                 f"config key only_studies[{i}]: {sname!r} is not defined under studies "
                 f"(defined: {sorted(cfg['studies'])})"
             )
+
+
+def check_adversarial(adv: dict, where: str) -> None:
+    """A robust-ERM block (ibrobust.training.adversarial): eps >= 0, an l_inf eps inside the
+    input box's width ([0, 1] for images); ConfigError naming the key."""
+    from ibrobust.training.adversarial import adversarial_from_dict
+
+    try:
+        adversarial_from_dict(adv)
+    except ValueError as err:
+        msg = str(err)
+        key = msg.split()[0].split("=")[0]
+        known = ("eps", "norm", "steps", "step_size", "random_start", "box")
+        raise ConfigError(f"config key {where}{'.' + key if key in known else ''}: {msg}") from None
+
+
+# ---- optimizer sweeps: variants <base>@<key>=<value> of an optimizers entry ------------------
+def derived_optimizers(cfg: dict) -> dict[str, dict]:
+    """Every optimizer variant a study derives (its kind's optional ``optimizer_sweeps``:
+    (base optimizer, key, values); key ``eps`` sets the robust-ERM radius
+    ``adversarial.eps``) -> its entry. eps 0 is plain ERM."""
+    from ibrobust import studies
+
+    out = {}
+    for st in cfg["studies"].values():
+        kind = studies.load(st["kind"])
+        for base, key, values in getattr(kind, "optimizer_sweeps", lambda st: [])(st):
+            for v in values:
+                entry = copy.deepcopy(cfg["optimizers"][base])
+                if key != "eps":
+                    raise ValueError(f"optimizer sweeps vary eps only, got {key!r}")
+                entry["adversarial"] = {**(entry.get("adversarial") or {}), "eps": float(v)}
+                out[variant_name(base, key, v)] = entry
+    return out
 
 
 def _check_image(ds: dict, where: str) -> None:

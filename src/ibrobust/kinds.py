@@ -63,6 +63,7 @@ MODELS = {
     "robust_reference": "ibrobust.models.robust_reference",
     "mlp": "ibrobust.models.image",
     "cnn": "ibrobust.models.image",
+    "fc": "ibrobust.models.fc",
     "resnet18": "ibrobust.models.image",
     "prelu": "ibrobust.models.prelu",
 }
@@ -93,6 +94,8 @@ def trainer(model: dict, optimizer: dict) -> str:
     """
     if model.get("kind") == "robust_reference":
         return "construct"
+    if robust_or_curves(optimizer):  # only the generic loop has robust ERM and curves
+        return "network"
     if (
         model.get("kind") == "prelu"
         and optimizer.get("kind") in ("sgd", "adam")
@@ -110,6 +113,13 @@ def trainer(model: dict, optimizer: dict) -> str:
         and optimizer.get("loss", "auto") in ("auto", "logistic")
     )
     return "gram_gd" if gram else "network"
+
+
+def robust_or_curves(optimizer: dict) -> bool:
+    """True when an optimizer entry asks for robust ERM (``adversarial.eps`` > 0) or for
+    curves during training (``eval_every``)."""
+    adv = optimizer.get("adversarial") or {}
+    return float(adv.get("eps", 0.0)) > 0 or optimizer.get("eval_every") is not None
 
 
 def module_of(table: dict[str, str], kind: str, what: str) -> str:

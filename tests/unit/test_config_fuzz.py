@@ -40,6 +40,7 @@ from ibrobust.config import (
     ConfigError,
     attack_applies,
     derived_datasets,
+    derived_optimizers,
     grid_attacks,
     load_schema,
     radius_grids,
@@ -253,6 +254,7 @@ def plan(cfg: dict) -> None:
     from ibrobust.training.prelu import PreluTrainConfig, prelu_train_fields
 
     datasets = {**cfg["datasets"], **derived_datasets(cfg)}
+    optimizers = {**cfg["optimizers"], **derived_optimizers(cfg)}  # the workflow's OPTIMIZERS
     for ds in datasets.values():
         if ds["kind"] == "clusters":
             clusters.config_from_dict(ds).positive_clusters  # noqa: B018
@@ -284,7 +286,7 @@ def plan(cfg: dict) -> None:
                 for o in part["optimizers"]:
                     if o == plan_of.REFERENCE_OPTIMIZER:
                         continue
-                    opt = cfg["optimizers"][o]
+                    opt = optimizers[o]
                     path = kinds.trainer(model, opt)
                     if path == "gram_gd":
                         GDConfig(**{k: opt[k] for k in GD_KEYS if k in opt})

@@ -1,136 +1,131 @@
-"""Study PRICE-NN library (ibrobust.experiments.price_nn, ibrobust.plotting.price_nn)."""
+"""Study PRICE-NN: the config checks (robust ERM as an optimizer setting, the eps grid, the
+schedule of sign descent; each refusal names its key), the derived optimizers and runs, the
+curves hook of the generic trainer, and the tables and figures from their CSV frames."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
+import yaml
+from config_helpers import assert_rejected, bad_cases, merged
 
-from ibrobust.attacks.pgd import PGDConfig
-from ibrobust.data.images import ImageTensors, ImageTensorSplit
+from ibrobust.config import derived_optimizers, load_schema, validate_config
 from ibrobust.experiments import price_nn as P
 from ibrobust.experiments import price_nn_tables as T
-from ibrobust.models.fc import FCConfig
-from ibrobust.models.image import ImageModelConfig
+from ibrobust.experiments.networks import net_train_fields
+from ibrobust.models.fc import FCConfig, build_fc
 from ibrobust.plotting import price_nn as plots
 from ibrobust.seeding import torch_generator
+from ibrobust.studies import price_nn as study
+from ibrobust.training.adversarial import AdversarialConfig
+from ibrobust.training.curves import CurveRecorder
+from ibrobust.training.network import NetTrainConfig, train_network
 
 torch.set_num_threads(1)
-
-
-def toy_images(n_train: int, n_test: int, seed: int = 0) -> ImageTensors:
-    """Separable 8x8 'digits': class +1 bright on the left half, -1 on the right half."""
-    gen = torch_generator(seed, "toy")
-
-    def split(n):
-        y = torch.tensor([1.0, -1.0] * (n // 2))
-        x = 0.3 * torch.rand(n, 1, 8, 8, generator=gen)
-        x[y > 0, :, :, :4] += 0.6
-        x[y < 0, :, :, 4:] += 0.6
-        fine = (y < 0).long()
-        return ImageTensorSplit(x=x, fine=fine, y=y, label=fine * 5 + 2, index=torch.arange(n))
-
-    return ImageTensors(
-        classes=torch.tensor([2, 7]),
-        class_names=("2", "7"),
-        sign=torch.tensor([1.0, -1.0]),
-        train=split(n_train),
-        test=split(n_test),
-    )
-
-
-FAST_EVAL = P.EvalConfig(
-    every=2,
-    n_test_curve=6,
-    strong_pgd=PGDConfig(norm="linf", steps=5, restarts=2, step_size=0.5),
-    autoattack=None,
-)
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = load_schema(REPO / "schemas" / "config.schema.yaml")
+BASE = yaml.safe_load((REPO / "config.yaml").read_text())
+TINY = yaml.safe_load((REPO / "tests/workflow/configs/tiny_price_nn.yaml").read_text())
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"eps": (0.0, -0.1)}, r"fc.eps: eps must be >= 0, got -0.1"),
-        ({"eps": (0.0, 1.5)}, r"fc.eps: l_inf eps 1.5 is outside \[0, 1\]"),
-        ({"eps": (0.1, 0.1)}, "must not repeat"),
-        ({"n": (0,)}, "fc.n must be a positive integer"),
-        ({"max_epochs": 0}, "fc.max_epochs must be a positive integer"),
-    ],
-)
-def test_bad_grids_are_refused_naming_the_key(kwargs, match):
-    base = dict(
-        arch="fc",
-        model=FCConfig(width=4),
-        algorithms=(P.AlgorithmConfig("gd", 0.1), P.AlgorithmConfig("sd", 0.1)),
-        eps=(0.0, 0.1),
-        n=(10,),
-        max_epochs=3,
-        loss="exponential",
-    )
-    with pytest.raises(ValueError, match=match):
-        P.ArchConfig(**(base | kwargs))
+    ("overlay", "key", "fragment"),
+    bad_cases(
+        [
+            ("negative eps", {"optimizers": {"price_fc_gd": {"adversarial": {"eps": -0.1}}}},
+             "optimizers.price_fc_gd.adversarial.eps", "minimum of 0"),
+            ("linf eps above 1", {"optimizers": {"price_fc_sd": {"adversarial": {"eps": 1.5}}}},
+             "optimizers.price_fc_sd.adversarial.eps", "outside [0, 1.0]"),
+            ("eps grid above 1", {"studies": {"price_nn": {"fc": {"eps": [0.0, 1.2]}}}},
+             "studies.price_nn.fc.eps[1]", "outside [0, 1.0]"),
+            ("negative eps grid", {"studies": {"price_nn": {"cnn": {"eps": [-0.1]}}}},
+             "studies.price_nn.cnn.eps[0]", "minimum of 0"),
+            ("sign descent schedule", {"optimizers": {"price_fc_sd": {"lr_schedule": "adaptive"}}},
+             "optimizers.price_fc_sd.lr_schedule", "'adaptive' is not one of ['constant']"),
+            ("unknown adversarial key", {"optimizers": {"gd": {"adversarial": {"restarts": 2}}}},
+             "optimizers.gd.adversarial.restarts", "unknown key"),
+            ("cnn half trains fc", {"studies": {"price_nn": {"cnn": {"models": ["fc_price"]}}}},
+             "studies.price_nn.cnn.models[0]", "trains cnn"),
+            ("sgd base optimizer", {"studies": {"price_nn": {"fc": {"optimizers": ["adam_img"]}}}},
+             "studies.price_nn.fc.optimizers[0]", "needs gd"),
+        ]
+    ),
+)  # fmt: skip
+def test_bad_settings_are_refused_naming_the_key(overlay, key, fragment):
+    assert_rejected(merged(BASE, overlay), SCHEMA, key, fragment)
 
 
-def test_sign_descent_refuses_a_schedule_it_cannot_honour():
-    with pytest.raises(ValueError, match=r"sd.lr_schedule='loss_adaptive' cannot be honoured"):
-        P.AlgorithmConfig("sd", 1e-3, lr_schedule="loss_adaptive")
-    with pytest.raises(ValueError, match="sd.lr must be a finite number > 0"):
-        P.AlgorithmConfig("sd", 0.0)
-    with pytest.raises(ValueError, match="algorithm must be one of"):
-        P.AlgorithmConfig("adam", 1e-3)
+def test_eps_grid_derives_optimizer_variants_and_labelled_runs():
+    cfg = validate_config(BASE, SCHEMA)
+    opts = derived_optimizers(cfg)
+    assert opts["price_fc_sd@eps=0.1"]["adversarial"]["eps"] == 0.1
+    assert opts["price_fc_sd@eps=0"]["adversarial"]["eps"] == 0.0
+    assert opts["price_fc_sd@eps=0.1"]["norm"] == "linf"
+    runs = study.runs(cfg, "price_nn", "fc")
+    assert {(r["algorithm"], r["eps"]) for r in runs} == {
+        ("gd", 0.0), ("gd", 0.1), ("sd", 0.0), ("sd", 0.1)
+    }  # fmt: skip
+    cnn = study.runs(cfg, "price_nn", "cnn")
+    assert {r["dataset"] for r in cnn} == {"mnist_2v7@n_train=50", "mnist_2v7@n_train=200"}
+    assert study.parts(cfg, cfg["studies"]["price_nn"])[0]["radii"] == [0.0, 0.1, 0.2]
 
 
-def test_algorithms_map_to_the_steepest_descent_family():
-    gd = P.AlgorithmConfig("gd", 0.5).train_config(max_epochs=1)
-    sd = P.AlgorithmConfig("sd", 0.5).train_config(max_epochs=1)
-    assert (gd.algorithm, gd.norm, gd.scale, gd.lr) == ("gd", "l2", "dual", 0.5)
-    assert (sd.algorithm, sd.norm, sd.scale, sd.lr) == ("gd", "linf", "unit", 0.5)
+def test_any_network_optimizer_takes_the_adversarial_block():
+    """Robust ERM is an optimizer setting: a gd / adam entry maps to NetTrainConfig."""
+    f = net_train_fields({"kind": "adam", "lr": 1e-3, "adversarial": {"eps": 0.3, "norm": "l2"}})
+    assert f["adversarial"] == AdversarialConfig(eps=0.3, norm="l2")
+    assert NetTrainConfig(**f).adversarial.active
+    cfg = validate_config(BASE, SCHEMA)
+    plain = NetTrainConfig(**net_train_fields(cfg["optimizers"]["gd"])).adversarial
+    assert plain is None or not plain.active  # no block: plain ERM
 
 
-def test_cnn_threshold_depends_on_eps():
-    cnn = P.ArchConfig(
-        "cnn", ImageModelConfig(kind="cnn", channels=(2, 2), hidden=(4,)),
-        (P.AlgorithmConfig("gd", 0.1),), (0.0, 0.3), (10,), 5, "auto",
-        loss_threshold=1e-3, loss_threshold_hard=0.1, hard_eps=0.3,
-    )  # fmt: skip
-    assert cnn.threshold(0.0) == 1e-3 and cnn.threshold(0.29) == 1e-3
-    assert cnn.threshold(0.3) == 0.1
+def test_tiny_workflow_config_is_valid():
+    cfg = validate_config(TINY, SCHEMA)
+    assert len(study.runs(cfg, "tiny_price_nn", "fc")) == 8
 
 
-def test_fc_run_records_curves_and_final_evaluation():
-    data = toy_images(8, 10)
-    fc = P.ArchConfig(
-        "fc", FCConfig(width=8, init_scale=0.5), (P.AlgorithmConfig("sd", 1e-2),),
-        (0.05,), (8,), 5, "exponential",
-    )  # fmt: skip
-    r = P.run(fc, fc.algorithms[0], 0.05, data, seed=0, ev=FAST_EVAL)
-    assert [row["epoch"] for row in r.history] == [2, 4, 5]  # every 2 and the last
-    for row in r.history:
-        assert row["robust_train_acc"] <= row["train_acc"]
-        assert row["robust_test_acc"] <= row["test_acc"]
-    f = r.final
-    assert f["robust_test_acc_worst"] <= min(
-        f["robust_test_acc_train_pgd"], f["robust_test_acc_strong_pgd"]
-    )
-    assert f["robust_test_acc_train_pgd"] <= f["test_acc"]
-    assert r.threshold is None and r.threshold_epoch is None and r.epochs == 5
-    again = P.run(fc, fc.algorithms[0], 0.05, data, seed=0, ev=FAST_EVAL)
-    assert again.final == r.final  # deterministic per seed
+def test_curves_hook_adds_clean_and_robust_accuracy_every_eval_every_epochs():
+    gen = torch_generator(0, "t")
+    x = torch.rand(8, 1, 4, 4, generator=gen)
+    y = torch.tensor([1.0, -1.0] * 4)
+    fine = (y < 0).long()
+    net = build_fc(FCConfig(width=6, init_scale=0.5), (1, 4, 4), torch.ones(1), gen)
+    adv = AdversarialConfig(eps=0.1, steps=2)
+    rec = CurveRecorder((x, y, fine), (x, y, fine), "binary", adv, seed=0, points=4)
+    cfg = NetTrainConfig(algorithm="gd", lr=0.1, max_epochs=5, log_every=100, eval_every=2,
+                         loss="exponential", adversarial=adv)  # fmt: skip
+    res = train_network(net, x, y, fine, "binary", cfg, 0, "cpu", on_eval=rec)
+    assert [h["epoch"] for h in res.history] == [2, 4, 5]
+    for h in res.history:
+        assert set(h) >= {"train_acc", "test_acc", "robust_train_acc", "robust_test_acc"}
+        assert h["robust_train_acc"] <= h["train_acc"]
+        assert h["test_acc"] in {0.0, 0.25, 0.5, 0.75, 1.0}  # 4 test points
+    with torch.no_grad():
+        acc = float(((net(x)[:, 0] * y) > 0).float().mean())
+    assert res.history[-1]["train_acc"] == pytest.approx(acc)
+    erm = CurveRecorder((x, y, fine), (x, y, fine), "binary", AdversarialConfig(), seed=0)(net)
+    assert erm["robust_train_acc"] == erm["train_acc"]
 
 
-def test_cnn_run_stops_at_the_threshold_epoch():
-    data = toy_images(8, 6)
-    cnn = P.ArchConfig(
-        "cnn", ImageModelConfig(kind="cnn", channels=(2, 4), hidden=(8,)),
-        (P.AlgorithmConfig("gd", 0.5),), (0.0,), (8,), 200, "auto", loss_threshold=0.05,
-    )  # fmt: skip
-    r = P.run(cnn, cnn.algorithms[0], 0.0, data, seed=0, ev=FAST_EVAL)
-    assert r.threshold == 0.05
-    assert r.threshold_epoch == r.epochs < 200
-    assert r.final["final_loss"] < 0.05
-    assert r.history[-1]["epoch"] == r.epochs
-    # eps = 0: robust accuracy is the clean accuracy
-    assert r.final["robust_test_acc_worst"] == r.final["test_acc"]
+def test_final_row_reads_the_run_at_its_training_eps():
+    run = {"arch": "fc", "algorithm": "sd", "eps": 0.1, "n": 100, "seed": 0, "optimizer": "o"}
+    hist = pd.DataFrame([
+        {"epoch": 1, "loss": 1.0, "train_acc": 0.5, "robust_train_acc": 0.4, "robust_test_acc": 0.3},
+        {"epoch": 2, "loss": 0.5, "train_acc": None, "robust_train_acc": None, "robust_test_acc": None},
+        {"epoch": 3, "loss": 0.1, "train_acc": 1.0, "robust_train_acc": 0.9, "robust_test_acc": 0.8},
+    ])  # fmt: skip
+    attack = {"clean_acc": 0.95, "robust_acc": {"a": {"0.0": 0.95, "0.1": 0.7},
+                                                 "worst": {"0.0": 0.95, "0.1": 0.6}}}  # fmt: skip
+    row = P.final_row(run, hist, {"train.steps": 3.0, "train.converged": 0.0}, attack)
+    assert row["robust_test_acc_train_pgd"] == 0.8 and row["robust_test_acc_worst"] == 0.6
+    assert row["robust_test_acc_a"] == 0.7 and row["test_acc"] == 0.95
+    assert row["epochs"] == 3 and row["final_loss"] == 0.1 and not row["reached_stop_loss"]
+    with pytest.raises(ValueError, match="no radius 0.2"):
+        P.final_row({**run, "eps": 0.2}, hist, {"train.steps": 3.0}, attack)
 
 
 def test_paired_differences_by_hand():
@@ -168,8 +163,13 @@ def test_fc_table_and_heatmap_from_their_csv_frames():
     assert "+2.0\n(2/2)" in texts and "-1.0\n(1/2)" in texts
 
 
-def test_log_grid():
-    assert P.log_grid(100, 1000, 3) == (100, 316, 1000)
-    assert P.log_grid(10, 12, 5) == (10, 11, 12)  # rounded duplicates dropped
-    with pytest.raises(ValueError, match="hi must be >= lo"):
-        P.log_grid(100, 10, 3)
+def test_fa_robust_cross_paper_entry_trains_fa_nets_by_robust_erm():
+    """configs/cross_paper.yaml's fa_robust: Study FA's nets, GD + an adversarial block."""
+    from ibrobust import kinds
+
+    overlay = yaml.safe_load((REPO / "configs" / "cross_paper.yaml").read_text())
+    cfg = validate_config(merged(BASE, overlay), SCHEMA)
+    opt = cfg["optimizers"]["gd_robust_fa"]
+    assert kinds.trainer(cfg["models"]["two_layer_m5"], opt) == "network"
+    adv = NetTrainConfig(**net_train_fields(opt)).adversarial
+    assert adv == AdversarialConfig(eps=4.0, norm="l2", steps=10, box=None)

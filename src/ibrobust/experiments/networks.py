@@ -34,6 +34,7 @@ from torch import nn
 from ibrobust import kinds
 from ibrobust.data.dataset import Dataset
 from ibrobust.models.registry import BuildContext, build_model, model_readout, model_state
+from ibrobust.training.adversarial import adversarial_from_dict
 from ibrobust.training.losses import supervised_correct
 from ibrobust.training.protocol import Fitted, Trainer, check_history
 
@@ -48,6 +49,8 @@ _NET_KEYS = {
         "norm": "norm",
         "scale": "scale",
         "loss": "loss",
+        "adversarial": "adversarial",
+        "eval_every": "eval_every",
     },
     **{
         kind: {
@@ -61,6 +64,8 @@ _NET_KEYS = {
             "loss": "loss",
             "momentum": "momentum",
             "betas": "betas",
+            "adversarial": "adversarial",
+            "eval_every": "eval_every",
         }
         for kind in ("sgd", "adam")
     },
@@ -76,7 +81,28 @@ def net_train_fields(opt: dict) -> dict[str, Any]:
     fields: dict[str, Any] = {keys[k]: v for k, v in opt.items() if k in keys}
     if "betas" in fields:
         fields["betas"] = tuple(float(b) for b in fields["betas"])
+    if "adversarial" in fields:  # robust ERM (None or eps 0: plain ERM)
+        fields["adversarial"] = adversarial_from_dict(fields["adversarial"])
     return {"algorithm": kind, **fields}
+
+
+def curve_recorder(opt: dict, cfg, data: Dataset, supervision: str, seed: int):
+    """The trainer's ``on_eval`` hook of an optimizer entry with ``eval_every`` (else None):
+    clean and robust (training attack) accuracy on the train set and the first
+    ``eval_points`` test points (:mod:`ibrobust.training.curves`)."""
+    if opt.get("eval_every") is None:
+        return None
+    from ibrobust.training.curves import CurveRecorder
+
+    tr, te = data.train, data.test
+    return CurveRecorder(
+        (tr.x, tr.y, tr.fine),
+        (te.x, te.y, te.fine),
+        supervision,
+        cfg.adversarial,
+        seed,
+        points=opt.get("eval_points"),
+    )
 
 
 @dataclass
@@ -166,8 +192,9 @@ def _network_path(trainer) -> Trainer:
     def fit_path(net, data, supervision, optimizer, seed, on_log=None, device=None) -> Fitted:
         tr = data.train
         cfg = trainer.NetTrainConfig(**net_train_fields(optimizer))
+        curves = curve_recorder(optimizer, cfg, data, supervision, seed)
         res = trainer.train_network(
-            net, tr.x, tr.y, tr.fine, supervision, cfg, seed, device, on_log
+            net, tr.x, tr.y, tr.fine, supervision, cfg, seed, device, on_log, curves
         )
         checkpoints = {**res.checkpoints, res.epochs: net.state_dict()}
         return Fitted(net.state_dict(), res.history, res.epochs, res.converged, checkpoints)

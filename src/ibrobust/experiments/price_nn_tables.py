@@ -1,34 +1,15 @@
-"""Study PRICE-NN's tables: the curves and final evaluations of runs of
-:mod:`ibrobust.experiments.price_nn` as rows, the paired GD - SD differences, and the
-summary beside the paper's numbers."""
+"""Study PRICE-NN's tables: the paired GD - SD differences of the final rows of
+:mod:`ibrobust.experiments.price_nn` and the summary beside the paper's numbers."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
-from ibrobust.experiments.price_nn import PAPER_FC_SD_MINUS_GD, RunResult
-
-
-def history_rows(results: Sequence[RunResult]) -> list[dict]:
-    """Long table of the curves: one row per (run, curve point)."""
-    return [{**dataclasses.asdict(r.spec), **row} for r in results for row in r.history]
-
-
-def final_rows(results: Sequence[RunResult]) -> list[dict]:
-    """One row per run: its spec, threshold, epoch reached and final evaluation."""
-    return [
-        {
-            **dataclasses.asdict(r.spec),
-            "threshold": r.threshold,
-            "threshold_epoch": r.threshold_epoch,
-            "cpu_seconds": r.seconds,
-            **r.final,
-        }
-        for r in results
-    ]
+from ibrobust.experiments.price_nn import PAPER_FC_SD_MINUS_GD
+from ibrobust.plotting.price_nn import fc_table
 
 
 def paired_differences(
@@ -70,7 +51,10 @@ def _fmt(d: Mapping | None) -> str:
 
 
 def summary_markdown(
-    fc_diffs: Sequence[Mapping], cnn_diffs: Sequence[Mapping], fc_final: Sequence[Mapping]
+    fc_diffs: Sequence[Mapping],
+    cnn_diffs: Sequence[Mapping],
+    fc_final: Sequence[Mapping],
+    cnn_final: Sequence[Mapping] = (),
 ) -> str:
     """``summary.md``: our numbers beside the paper's (Sec. 5.2), from the difference tables."""
     lines = ["# Study PRICE-NN: GD vs sign descent on MNIST 2 vs 7", ""]
@@ -111,4 +95,38 @@ def summary_markdown(
             continue
         sign = "GD ahead" if d["mean"] > 0 else ("SD ahead" if d["mean"] < 0 else "tie")
         lines.append(f"| {d['eps']:g} | {d['n']} | {_fmt(d)} | {sign} |")
+    if cnn_final:
+        lines += ["", "CNN runs: the epoch reported (first below the optimizer's stop_loss):", ""]
+        for r in sorted(cnn_final, key=lambda r: (r["eps"], r["n"], r["algorithm"], r["seed"])):
+            how = "reached" if r["reached_stop_loss"] else "not reached (max steps)"
+            lines.append(
+                f"- {r['algorithm']} eps {r['eps']:g} n {r['n']} seed {r['seed']}: epoch "
+                f"{r['epochs']} ({how}; final loss {r['final_loss']:.3g})"
+            )
     return "\n".join(lines) + "\n"
+
+
+FC_TABLE_METRICS = {  # final row column -> label in the FC table
+    "robust_train_acc_train_pgd": "robust train acc. (training PGD)",
+    "robust_test_acc_train_pgd": "robust test acc. (training PGD)",
+    "robust_test_acc_worst": "robust test acc. (strong attacks, worst case)",
+    "test_acc": "clean test acc.",
+}
+DIFF_METRICS = ("robust_test_acc_train_pgd", "robust_test_acc_worst", "test_acc")
+
+
+def study_tables(final: pd.DataFrame) -> dict[str, pd.DataFrame | str]:
+    """The FC table, the paired differences (FC: SD - GD; CNN: GD - SD) and summary.md."""
+    rows = final.to_dict("records")
+    fc = [r for r in rows if r["arch"] == "fc"]
+    cnn = [r for r in rows if r["arch"] == "cnn"]
+    fc_diffs = [d for m in DIFF_METRICS for d in paired_differences(fc, m)]
+    cnn_diffs = [d for m in DIFF_METRICS for d in paired_differences(cnn, m, "gd", "sd")]
+    table = fc_table(final[final["arch"] == "fc"], FC_TABLE_METRICS) if fc else pd.DataFrame()
+    md = summary_markdown(fc_diffs, cnn_diffs, fc, cnn)
+    return {
+        "fc_table": table,
+        "differences": pd.DataFrame(fc_diffs + cnn_diffs),
+        "cnn_differences": pd.DataFrame([d for d in cnn_diffs if d["metric"] == DIFF_METRICS[1]]),
+        "summary_md": md,
+    }

@@ -77,7 +77,14 @@ def fc_table(final: pd.DataFrame, metrics: Mapping[str, str]) -> pd.DataFrame:
 
 def difference_heatmap(diff: pd.DataFrame, title: str, label: str) -> plt.Figure:
     """(n, eps) heatmap of a per-cell mean difference (points), red = first algorithm ahead,
-    each cell annotated with the mean and the number of seeds agreeing in sign."""
+    each cell annotated with the mean and the number of seeds agreeing in sign (an empty
+    frame: a figure saying so, e.g. a study without a cnn half)."""
+    if diff.empty:
+        fig, ax = plt.subplots(figsize=(4, 2))
+        ax.text(0.5, 0.5, "no runs (the study has no such half)", ha="center", va="center")
+        ax.set_axis_off()
+        ax.set_title(title, fontsize=9)
+        return fig
     ns = sorted(diff["n"].unique())
     eps_values = sorted(diff["eps"].unique())
     grid = np.full((len(ns), len(eps_values)), np.nan)

@@ -52,6 +52,7 @@ class NetTrainConfig:
     stop_loss: float | None = None  # stop once the epoch's mean loss is below it at 100% acc
     log_every: int = 1  # epochs between logged records
     n_checkpoints: int = 0  # log-spaced epochs whose weights are kept (plus the final one)
+    eval_every: int | None = None  # epochs between curve points (on_eval; None: last only)
     # robust ERM: each batch -> its PGD perturbation (ibrobust.training.adversarial); None or
     # eps 0 = plain ERM. Logged loss/acc are then those of the perturbed batches.
     adversarial: AdversarialConfig | None = None
@@ -71,9 +72,10 @@ class NetTrainConfig:
             )
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
-        if self.log_every < 1 or self.n_checkpoints < 0:
+        if self.log_every < 1 or self.n_checkpoints < 0 or (self.eval_every or 1) < 1:
             raise ValueError(
-                f"log_every must be >= 1 and n_checkpoints >= 0, got {self.log_every}, {self.n_checkpoints}"
+                f"log_every and eval_every must be >= 1 and n_checkpoints >= 0, got "
+                f"{self.log_every}, {self.eval_every}, {self.n_checkpoints}"
             )
         if self.adversarial is not None and not isinstance(self.adversarial, AdversarialConfig):
             raise ValueError(f"adversarial must be an AdversarialConfig, got {self.adversarial!r}")
@@ -109,6 +111,44 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def _epoch(model, x, y, fine, supervision, cfg, opt, bs, gen, perturb, epoch) -> tuple[float, int]:
+    """One pass over the data (one step for full-batch training): (summed loss, correct)."""
+    n, readout = x.shape[0], model.readout
+    order = torch.randperm(n, generator=gen).to(x.device) if bs < n else None
+    loss_sum, correct = 0.0, 0
+    for lo in range(0, n, bs):
+        idx = order[lo : lo + bs] if order is not None else slice(lo, lo + bs)
+        xb, yb, fb = x[idx], y[idx], fine[idx]
+        if perturb is not None:  # robust ERM: the step sees the batch's PGD perturbation
+            xb = perturb(model, xb, yb, fb)
+        logits = model(xb)
+        loss = supervised_loss(supervision, logits, readout, yb, fb, cfg.loss)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"training diverged in epoch {epoch} (loss={float(loss)}); lower lr={cfg.lr}"
+            )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss_sum += float(loss.detach()) * xb.shape[0]
+        correct += int(supervised_correct(supervision, logits.detach(), readout, yb, fb).sum())
+    return loss_sum, correct
+
+
+def _record(model, epoch, mean_loss, acc, t0, cfg, done, on_eval) -> dict | None:
+    """The epoch's history row (None when neither logged nor evaluated): loss and acc of the
+    (perturbed) batches, plus the curve point of ``on_eval`` every ``eval_every`` epochs."""
+    last = done or epoch == cfg.max_epochs
+    every = cfg.eval_every
+    curve = on_eval is not None and (last or (every is not None and epoch % every == 0))
+    if not (curve or last or epoch % cfg.log_every == 0):
+        return None
+    rec = {"epoch": epoch, "loss": mean_loss, "acc": acc, "seconds": time.monotonic() - t0}
+    if curve:
+        rec.update(on_eval(model))
+    return rec
+
+
 def train_network(
     model: nn.Module,
     x: torch.Tensor,
@@ -119,14 +159,17 @@ def train_network(
     seed: int,
     device: torch.device | str | None = None,
     on_log: Callable[[dict], None] | None = None,
+    on_eval: Callable[[nn.Module], dict] | None = None,
 ) -> NetTrainResult:
     """Train ``model`` in place on (x, y, fine); the model ends on the CPU in eval mode.
 
-    ``device``: ``"auto"`` / None = CUDA when present, else the CPU; or any torch device."""
+    ``device``: ``"auto"`` / None = CUDA when present, else the CPU; or any torch device.
+    ``on_eval(model) -> {name: value}``: the curve point (e.g. clean and robust train / test
+    accuracy, :mod:`ibrobust.training.curves`), taken every ``cfg.eval_every`` epochs and
+    at the last one, merged into that epoch's history row (and passed to ``on_log``)."""
     device = default_device() if device in (None, "auto") else torch.device(device)
     model.to(device).train()
     x, y, fine = x.to(device), y.to(device), fine.to(device)
-    readout = model.readout
     n = x.shape[0]
     bs = n if cfg.algorithm == "gd" or cfg.batch_size is None else min(cfg.batch_size, n)
     opt = _optimizer([p for p in model.parameters() if p.requires_grad], cfg)
@@ -136,34 +179,13 @@ def train_network(
     perturb = batch_perturbation(cfg.adversarial, supervision, seed)  # None: plain ERM
     t0 = time.monotonic()
     for epoch in range(1, cfg.max_epochs + 1):
-        order = torch.randperm(n, generator=gen).to(device) if bs < n else None
-        loss_sum, correct = 0.0, 0
-        for lo in range(0, n, bs):
-            idx = order[lo : lo + bs] if order is not None else slice(lo, lo + bs)
-            xb, yb, fb = x[idx], y[idx], fine[idx]
-            if perturb is not None:  # robust ERM: the step sees the batch's PGD perturbation
-                xb = perturb(model, xb, yb, fb)
-            logits = model(xb)
-            loss = supervised_loss(supervision, logits, readout, yb, fb, cfg.loss)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(
-                    f"training diverged in epoch {epoch} (loss={float(loss)}); lower lr={cfg.lr}"
-                )
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            loss_sum += float(loss.detach()) * xb.shape[0]
-            correct += int(supervised_correct(supervision, logits.detach(), readout, yb, fb).sum())
-        mean_loss, acc = loss_sum / n, correct / n
+        loss_sum, correct = _epoch(
+            model, x, y, fine, supervision, cfg, opt, bs, gen, perturb, epoch
+        )
         result.epochs = epoch
-        done = cfg.stop_loss is not None and mean_loss < cfg.stop_loss and correct == n
-        if epoch % cfg.log_every == 0 or done or epoch == cfg.max_epochs:
-            rec = {
-                "epoch": epoch,
-                "loss": mean_loss,
-                "acc": acc,
-                "seconds": time.monotonic() - t0,
-            }
+        done = cfg.stop_loss is not None and loss_sum / n < cfg.stop_loss and correct == n
+        rec = _record(model, epoch, loss_sum / n, correct / n, t0, cfg, done, on_eval)
+        if rec is not None:
             result.history.append(rec)
             if on_log is not None:
                 on_log(rec)

@@ -1,0 +1,81 @@
+"""Study PRICE-NN end to end on a tiny fake image set (classes 2 vs 7 of the .npz that
+test_workflow_images writes), without ../shared/data: the generic dataset, train (robust ERM
+at each derived eps optimizer, curves every eval_every epochs) and attack rules, then the
+study's figures, tables and summary; the curves reach MLflow as step-indexed metrics."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from smk_helpers import finished_rules, plan_and_run
+from test_workflow_images import fake_images
+
+pytestmark = pytest.mark.workflow
+
+CONFIG = Path(__file__).resolve().parent / "configs" / "tiny_price_nn.yaml"
+FC_RUNS, CNN_RUNS = 8, 4  # fc: 2 optimizers x 2 eps x 2 seeds; cnn: 2 x 2 eps x 1 n x 1 seed
+EXPECTED = Counter(
+    dataset=2,  # tiny_2v7 (n_train 20 = the base entry, shared by both halves), seeds 0 and 1
+    train=FC_RUNS + CNN_RUNS,
+    attack=FC_RUNS + CNN_RUNS,
+    price_nn_figures=1,
+    tiny_price_nn=1,
+)
+
+
+@pytest.fixture(scope="module")
+def price_nn_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("price_nn_data")
+    fake_images(root / "tiny_images.npz")
+    work = tmp_path_factory.mktemp("price_nn_run")
+    plan, run = plan_and_run(
+        work, CONFIG, "tiny_price_nn", "--config", f"data_root={root}", label="price_nn"
+    )
+    return work, plan, run
+
+
+def test_plans_and_runs_every_rule(price_nn_run):
+    work, plan, run = price_nn_run
+    assert plan.stats == EXPECTED
+    assert finished_rules(run) == EXPECTED
+    figs = work / "results" / "tiny_price_nn" / "figures"
+    for name in ("accuracy_curves", "cnn_heatmap"):
+        assert (figs / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (figs / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+    assert "4.11" in (figs / "summary.md").read_text()
+
+
+def test_runs_are_read_at_their_training_eps(price_nn_run):
+    figs = price_nn_run[0] / "results" / "tiny_price_nn" / "figures"
+    runs = pd.read_csv(figs / "runs.csv")
+    assert len(runs) == FC_RUNS + CNN_RUNS
+    assert set(zip(runs.arch, runs.eps, strict=True)) == {
+        ("fc", 0.0), ("fc", 0.1), ("cnn", 0.0), ("cnn", 0.2)
+    }  # fmt: skip
+    assert runs.optimizer.str.contains("@eps=").all()
+    # strong worst case <= training attack <= clean; ERM's robust = clean at eps 0
+    erm = runs[runs.eps == 0]
+    assert (erm.robust_test_acc_worst == erm.test_acc).all()
+    assert (runs.robust_test_acc_worst <= runs.test_acc + 1e-9).all()
+    curves = pd.read_csv(figs / "accuracy_curves.csv")
+    assert sorted(curves.epoch.unique()) == [4, 8, 12]
+    table = pd.read_csv(figs / "fc_table.csv")
+    assert set(table.algorithm) == {"GD", "sign descent"} and len(table) == 4
+
+
+def test_curves_are_step_indexed_mlflow_metrics(price_nn_run):
+    db = price_nn_run[0] / "results" / "mlflow" / "mlflow.db"
+    with sqlite3.connect(db) as con:
+        rows = con.execute(
+            "select run_uuid, step from metrics where key = 'curve.robust_test_acc'"
+        ).fetchall()
+    by_run: dict[str, list[int]] = {}
+    for run_id, step in rows:
+        by_run.setdefault(run_id, []).append(step)
+    assert len(by_run) == FC_RUNS + CNN_RUNS
+    fc_steps = [sorted(s) for s in by_run.values() if len(s) == 3]
+    assert len(fc_steps) == FC_RUNS and fc_steps[0] == [4, 8, 12]
