@@ -143,6 +143,7 @@ KIND_FIELDS = {
             "normalize",
             "binary_heads",
         },
+        "homogeneous_cnn": {"channels", "kernels", "hidden", "first_bias"},
     },
 }
 # Keys a kind must set itself: the flat model schema's default belongs to another kind

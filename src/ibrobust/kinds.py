@@ -65,6 +65,7 @@ MODELS = {
     "cnn": "ibrobust.models.image",
     "resnet18": "ibrobust.models.image",
     "prelu": "ibrobust.models.prelu",
+    "homogeneous_cnn": "ibrobust.models.homogeneous_cnn",
 }
 # training path -> module exposing fit_path(...) (see experiments.networks)
 TRAINERS = {
