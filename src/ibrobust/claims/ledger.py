@@ -18,7 +18,13 @@ from types import ModuleType
 
 import pandas as pd
 
-from ibrobust.claims import feature_averaging, feature_averaging_images, prelu, price_linear
+from ibrobust.claims import (
+    feature_averaging,
+    feature_averaging_images,
+    margin,
+    prelu,
+    price_linear,
+)
 from ibrobust.claims.core import (
     NOT_RUN,
     VERDICTS,
@@ -35,6 +41,7 @@ CLAIMS: dict[str, ModuleType] = {
     "feature_averaging_images": feature_averaging_images,
     "price_linear": price_linear,
     "prelu": prelu,
+    "margin": margin,
 }
 
 COLUMNS = [

@@ -32,6 +32,7 @@ from ibrobust.attacks.minimal_norm import (
 )
 from ibrobust.models.registry import BuildContext, build_model, model_readout
 from ibrobust.seeding import torch_generator
+from ibrobust.training.margin import Checkpoint, MarginTrainConfig, config_from_dict
 
 NORMS = ("l2", "linf")
 DEFAULT_RADII = {
@@ -97,6 +98,40 @@ def build_net(spec: dict, data: RunData, supervision: str, seed: int) -> nn.Modu
     net = build_model(spec, ctx).double()
     require_homogeneous(net, "model")
     return net
+
+
+def train_config(training: dict, n: int) -> MarginTrainConfig:
+    """The trainer's config from a study's ``training`` block; batch_size null = full batch
+    (the n training points every step)."""
+    tr = dict(training)
+    if tr.get("batch_size") is None:
+        tr["batch_size"] = int(n)
+    return config_from_dict(tr)
+
+
+def checkpoint_rows(checkpoints: list[Checkpoint]) -> pd.DataFrame:
+    """name, epoch, log10_train_loss, threshold of each checkpoint (NaN threshold: final)."""
+    return pd.DataFrame(
+        [
+            dict(
+                name=c.name,
+                epoch=c.epoch,
+                log10_train_loss=c.log10_loss,
+                threshold=math.nan if c.threshold is None else c.threshold,
+            )
+            for c in checkpoints
+        ]  # fmt: skip
+    )
+
+
+def load_checkpoints(saved: dict, spec: dict, data: RunData, supervision: str, seed: int):
+    """name -> net of each checkpoint of a ``checkpoints.pt`` (as written by margin_train)."""
+    nets = {}
+    for name, ck in saved.items():
+        net = build_net(spec, data, supervision, seed)
+        net.load_state_dict(ck["state_dict"])
+        nets[name] = net.eval()
+    return nets
 
 
 def _certified(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, np.ndarray]:

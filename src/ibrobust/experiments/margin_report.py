@@ -77,12 +77,13 @@ def robust_at(points: pd.DataFrame, radii: dict) -> pd.DataFrame:
         median_linf=("distance_linf", "median"),
         median_cert_l2=("certified_l2", "median"),
     ).reset_index()
-    for norm, grid in radii.items():
+    for norm, grid in radii.items():  # robust_<norm> at eps_<norm> (NaN: norm not attacked)
         eps = float(sorted(grid)[len(grid) // 2])
         acc = g[f"distance_{norm}"].apply(
             lambda s, e=eps: float((s > e).mean()) if s.notna().any() else math.nan
         )
-        out[f"robust_{norm}@{eps:g}"] = acc.to_numpy()
+        out[f"robust_{norm}"] = acc.to_numpy()
+        out[f"eps_{norm}"] = eps
     return out
 
 

@@ -27,6 +27,7 @@ REGISTRY: dict[str, str] = {
     "price_linear": "ibrobust.studies.price_linear",
     "prelu": "ibrobust.studies.prelu",
     "attack_audit": "ibrobust.studies.attack_audit",
+    "margin": "ibrobust.studies.margin",
 }
 
 
