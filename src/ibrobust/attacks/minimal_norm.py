@@ -183,12 +183,13 @@ def pgd_bisection(
     y: torch.Tensor,
     cfg: BisectionConfig,
     gen: torch.Generator,
-    box: tuple[float, float] = (0.0, 1.0),
+    box: tuple[float, float] | None = (0.0, 1.0),
 ) -> torch.Tensor:
     """(n,) float64 upper bounds on the minimal l2 adversarial distance of x (n, *s), y (n,)
     int64: the smallest radius at which l2 PGD (``fine_margin`` loss) misclassifies, within
     a factor 1 + 2^-bisections of the bracket; 0 for misclassified points, inf if PGD
-    fails even at ``start * 2^doublings``. All points move through the search together."""
+    fails even at ``start * 2^doublings``. All points move through the search together;
+    ``box`` None = unconstrained inputs (cluster data)."""
     fooled_at = _PGDProbe(model, x, y, cfg, gen, box)
     with attack_mode(model):
         with torch.no_grad():

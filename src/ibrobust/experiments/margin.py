@@ -166,7 +166,7 @@ def point_robustness(
     nb = cfg.bisection_points if boxed else len(x)
     pgd = nan.clone()
     if nb:
-        box = (0.0, 1.0) if boxed else (-math.inf, math.inf)
+        box = (0.0, 1.0) if boxed else None
         pgd[:nb] = pgd_bisection(net, x[:nb], y[:nb], BisectionConfig(), gen, box)
     df = pd.DataFrame(
         {
