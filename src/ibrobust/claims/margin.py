@@ -61,12 +61,14 @@ def run_column(col: str):
 
 
 def loss_reached(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-    """Lowest log10 L per run; a run with a non-finite logged value counts as +inf."""
+    """Lowest log10 L per run; a run with a non-finite logged value counts as log10 L = 0
+    (not reached), said in the note."""
     df = src["summary"]
     low = df.groupby("run", sort=False)["min_log10_loss"].first()
     finite = df.groupby("run", sort=False)["all_finite"].min() >= 1
-    vals = tuple(float(v) if ok else float("inf") for v, ok in zip(low, finite, strict=True))
-    return Measurement(vals, unit="runs", note="" if finite.all() else "a non-finite value")
+    vals = tuple(float(v) if ok else 0.0 for v, ok in zip(low, finite, strict=True))
+    note = "" if finite.all() else "a run logged a non-finite value (counted as 0)"
+    return Measurement(vals, unit="runs", note=note)
 
 
 def first_to_last(col: str, ratio: bool):
