@@ -17,14 +17,6 @@ MARGIN_WILDCARDS = dict(
 MARGIN_RUN = "results/{study}/{dataset}/{model}/seed{seed}"
 
 
-def margin_code(script):
-    def f(w):
-        kind = config["models"][w.model]["kind"]
-        return code(script, kinds.module_of(kinds.MODELS, kind, "model"))
-
-    return f
-
-
 rule margin_train:
     input:
         data="results/datasets/{dataset}/seed{seed}/data.npz",
@@ -45,7 +37,7 @@ rule margin_train:
     params:
         training=lambda w: _margin.training(config, STUDIES[w.study], w.model),
         seed=lambda w: int(w.seed),
-        code=margin_code("margin_train"),
+        code=lambda w: code("margin_train", kinds.module_of(kinds.MODELS, config["models"][w.model]["kind"], "model")),
     threads: config["threads"]
     resources:
         mem_mb=4000,
@@ -75,7 +67,7 @@ rule margin_robustness:
         model=lambda w: config["models"][w.model],
         robustness=lambda w: _margin.robustness(config, STUDIES[w.study]),
         seed=lambda w: int(w.seed),
-        code=margin_code("margin_robustness"),
+        code=lambda w: code("margin_robustness", kinds.module_of(kinds.MODELS, config["models"][w.model]["kind"], "model")),
     threads: config["threads"]
     resources:
         mem_mb=4000,
@@ -92,7 +84,7 @@ rule margin_figure:
         table=lambda w: _margin.files(w.study, STUDIES[w.study], "checkpoints.csv"),
         points=lambda w: _margin.files(w.study, STUDIES[w.study], "points.csv"),
     output:
-        png=report("results/{study}/figures/{figure}.png", caption="../report/margin/{figure}.rst", category="{study}", subcategory="figures"),
+        png=report("results/{study}/figures/{figure}.png", caption="../report/margin/figure.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/{figure}.pdf",
         csv="results/{study}/figures/{figure}.csv",
     log:

@@ -31,14 +31,19 @@ def checkpoint_table(history: pd.DataFrame, checkpoints: pd.DataFrame) -> pd.Dat
     cols = ["epoch", "log10_train_loss", "normalized_margin", "smoothed_normalized_margin"]
     cols += [c for c in ("train_acc", "test_acc") if c in history]
     out = checkpoints[["name", "epoch"]].merge(history[cols], on="epoch", how="left")
-    out["paper_name"] = out["name"].replace({"final": f"model-{len(PAPER_TABLE)}"})
+    last = f"model-{len(PAPER_TABLE)}"  # the paper's last model is the end of training
+    paper = set(PAPER_TABLE["name"]) - {last}
+    out["paper_name"] = [
+        last if n == "final" else (n if n in paper else "-") for n in out["name"]
+    ]  # a threshold beyond the paper's four (e.g. 1e-300) has no paper counterpart
     return out
 
 
 def separation(history: pd.DataFrame) -> dict:
-    """After the data is fit (first epoch with train accuracy 1): how often and by how much
-    the smoothed normalized margin decreases from one accepted epoch to the next."""
-    fit = history[history["train_acc"] >= 1.0]
+    """After the data is fit in the theorem's sense (the first epoch with L_sum < log 2, i.e.
+    a positive smoothed normalized margin; it implies train accuracy 1): how often and by how
+    much the smoothed normalized margin decreases from one accepted epoch to the next."""
+    fit = history[(history["smoothed_normalized_margin"] > 0) & (history["train_acc"] >= 1.0)]
     out = dict(fit_epoch=math.nan, epochs_after=0, decreasing=0, frac_decreasing=math.nan)
     out.update(largest_drop=0.0, largest_rel_drop=0.0, start=math.nan, end=math.nan)
     if fit.empty:
