@@ -66,6 +66,9 @@ def plot_margins(history: pd.DataFrame, checkpoints: pd.DataFrame) -> plt.Figure
         ax.set_xlabel("epoch")
         ax.set_title(title, fontsize=10)
         ax.axhline(0, color="k", lw=0.5)
+        pos = h[key][h[key] > 0]
+        if key == "smoothed_normalized_margin" and len(pos):  # the theorem's regime in view
+            ax.set_ylim(-0.1 * pos.max(), 1.15 * pos.max())
         _mark_checkpoints(ax, checkpoints)
     axes[0].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
