@@ -144,6 +144,7 @@ KIND_FIELDS = {
             "normalize",
             "binary_heads",
         },
+        "homogeneous_cnn": {"channels", "kernels", "hidden", "first_bias"},
     },
 }
 # Keys a kind must set itself: the flat model schema's default belongs to another kind
@@ -191,6 +192,16 @@ def _prune_kind_fields(cfg: dict) -> None:
 
 def _check_references(cfg: dict) -> None:
     for name, m in cfg["models"].items():
+        if m["kind"] == "homogeneous_cnn" and len(m["hidden"]) != 1:
+            raise ConfigError(
+                f"config key models.{name}.hidden: homogeneous_cnn has one hidden layer "
+                f"(fc1), got {m['hidden']}"
+            )
+        if m["kind"] == "homogeneous_cnn" and any(k % 2 == 0 for k in m["kernels"]):
+            raise ConfigError(
+                f"config key models.{name}.kernels: must be odd ('same' padding), "
+                f"got {m['kernels']}"
+            )
         if m["kind"] == "prelu" and m["normalize"] not in ("none", "center"):
             raise ConfigError(
                 f"config key models.{name}.normalize: a prelu net centres its input or not "

@@ -66,6 +66,7 @@ MODELS = {
     "fc": "ibrobust.models.fc",
     "resnet18": "ibrobust.models.image",
     "prelu": "ibrobust.models.prelu",
+    "homogeneous_cnn": "ibrobust.models.homogeneous_cnn",
 }
 # training path -> module exposing fit_path, a training.protocol.Trainer (network: an
 # adapter in experiments.networks until training/network.py exposes its own)

@@ -381,11 +381,11 @@ def test_markdown_csv_and_excerpt(tmp_path):
 
 def test_a_study_context_without_claims_kind_is_skipped():
     ctx = StudyContext("other", {"datasets": []})
-    assert build_ledger([StudyOutputs("margin", ctx, True, {})]).empty
+    assert build_ledger([StudyOutputs("attack_audit", ctx, True, {})]).empty
 
 
 def test_ledger_inputs_are_the_built_summaries_of_kinds_with_claims():
-    studies = {"fa": "feature_averaging", "prelu": "prelu", "other": "margin"}
+    studies = {"fa": "feature_averaging", "prelu": "prelu", "other": "attack_audit"}
     built = [
         "results/fa/figures/summary.csv",
         "results/fa/figures/robust_accuracy_vs_radius.csv",

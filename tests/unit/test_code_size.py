@@ -19,10 +19,8 @@ KNOWN = {
     "functions": {
         # merged in the same session as the limits (the claims functions are lists of claim
         # declarations); to split like the rest
-        "src/ibrobust/attacks/minimal_norm.py:pgd_bisection": 62,
         "src/ibrobust/claims/feature_averaging.py:claims": 127,
         "src/ibrobust/claims/prelu.py:claims": 88,
-        "src/ibrobust/training/margin.py:train_margin": 97,
     },
     "scripts": {},
 }

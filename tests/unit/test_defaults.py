@@ -20,15 +20,20 @@ from ibrobust.config import load_schema
 from ibrobust.data.clusters import ClusterDataConfig
 from ibrobust.data.images import ImageDataConfig
 from ibrobust.data.teacher import TeacherConfig
+from ibrobust.experiments.margin import MarginRobustConfig
 from ibrobust.models.image import ImageModelConfig
 from ibrobust.models.two_layer import TwoLayerConfig
+from ibrobust.optim.loss_based import LossBasedLRConfig
 from ibrobust.training.full_batch import GDConfig
+from ibrobust.training.margin import MarginTrainConfig
 from ibrobust.training.network import NetTrainConfig
 from ibrobust.training.robust_erm import RobustERMConfig
 
 REPO = Path(__file__).resolve().parents[2]
 DEFS = load_schema(REPO / "schemas" / "config.schema.yaml")["definitions"]
 STOPPING = DEFS["study_price_linear"]["properties"]["stopping"]
+MARGIN_TRAINING = DEFS["study_margin"]["properties"]["training"]
+MARGIN_ROBUSTNESS = DEFS["study_margin"]["properties"]["robustness"]
 
 # (dataclass, schema definition (or a definition dict), {config key: field} where they differ)
 PAIRS = [
@@ -44,6 +49,9 @@ PAIRS = [
     (ImageDataConfig, "dataset_image", {}),
     (TwoLayerConfig, "model", {}),
     (ImageModelConfig, "model", {}),
+    (MarginTrainConfig, MARGIN_TRAINING, {}),
+    (LossBasedLRConfig, MARGIN_TRAINING, {}),  # alpha (the schedule's field)
+    (MarginRobustConfig, MARGIN_ROBUSTNESS, {}),
 ]
 # deliberate differences: (dataclass, definition, field) -> why
 EXCEPTIONS = {

@@ -183,40 +183,17 @@ def pgd_bisection(
     y: torch.Tensor,
     cfg: BisectionConfig,
     gen: torch.Generator,
-    box: tuple[float, float] = (0.0, 1.0),
+    box: tuple[float, float] | None = (0.0, 1.0),
 ) -> torch.Tensor:
     """(n,) float64 upper bounds on the minimal l2 adversarial distance of x (n, *s), y (n,)
     int64: the smallest radius at which l2 PGD (``fine_margin`` loss) misclassifies, within
     a factor 1 + 2^-bisections of the bracket; 0 for misclassified points, inf if PGD
-    fails even at ``start * 2^doublings``. All points move through the search together."""
-    pgd_cfg = PGDConfig(norm="l2", steps=cfg.steps, restarts=cfg.restarts, step_size=cfg.step_size)
-    task = get_task("fine")
-    dtype = next(model.parameters()).dtype
-    xf = x.to(dtype).flatten(1)  # (n, D)
-    shape = tuple(x.shape[1:])
-    yf = y.to(dtype)
-
-    def fooled_at(eps: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:  # (m,) radii -> (m,)
-        adv = _pgd_chunk(
-            model,
-            xf[idx],
-            yf[idx],
-            y[idx],
-            eps[:, None].to(dtype),
-            fine_margin,
-            pgd_cfg,
-            gen,
-            box,
-            task,
-            shape,
-            1,
-        )
-        with torch.no_grad():
-            return ~task.correct(model, adv.reshape(-1, *shape), yf[idx], y[idx])
-
+    fails even at ``start * 2^doublings``. All points move through the search together;
+    ``box`` None = unconstrained inputs (cluster data)."""
+    fooled_at = _PGDProbe(model, x, y, cfg, gen, box)
     with attack_mode(model):
         with torch.no_grad():
-            wrong = model(xf.reshape(-1, *shape)).argmax(1) != y
+            wrong = model(x.to(fooled_at.dtype)).argmax(1) != y
         lo = torch.zeros(len(x), dtype=torch.float64)
         hi = torch.full((len(x),), math.inf, dtype=torch.float64)
         hi[wrong] = 0.0
@@ -239,6 +216,31 @@ def pgd_bisection(
             hi[idx[ok]] = mid[ok]
             lo[idx[~ok]] = mid[~ok]
     return hi
+
+
+class _PGDProbe:
+    """Whether l2 PGD at per-point radii eps (m,) misclassifies the points idx (m,)."""
+
+    def __init__(self, model, x, y, cfg: BisectionConfig, gen, box):
+        self.model, self.y, self.gen, self.box = model, y, gen, box
+        self.pgd = PGDConfig(
+            norm="l2", steps=cfg.steps, restarts=cfg.restarts, step_size=cfg.step_size
+        )
+        self.task = get_task("fine")
+        self.dtype = next(model.parameters()).dtype
+        self.xf = x.to(self.dtype).flatten(1)  # (n, D)
+        self.shape = tuple(x.shape[1:])
+        self.yf = y.to(self.dtype)
+
+    def __call__(self, eps: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        xf, yf, y = self.xf[idx], self.yf[idx], self.y[idx]
+        radius = eps[:, None].to(self.dtype)
+        adv = _pgd_chunk(
+            self.model, xf, yf, y, radius, fine_margin, self.pgd, self.gen, self.box,
+            self.task, self.shape, 1,
+        )  # fmt: skip
+        with torch.no_grad():
+            return ~self.task.correct(self.model, adv.reshape(-1, *self.shape), yf, y)
 
 
 def robust_accuracy_curve(distances: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:

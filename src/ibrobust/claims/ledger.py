@@ -21,6 +21,7 @@ import pandas as pd
 from ibrobust.claims import (
     feature_averaging,
     feature_averaging_images,
+    margin,
     prelu,
     price_linear,
     price_nn,
@@ -42,6 +43,7 @@ CLAIMS: dict[str, ModuleType] = {
     "price_linear": price_linear,
     "prelu": prelu,
     "price_nn": price_nn,
+    "margin": margin,
 }
 
 COLUMNS = [

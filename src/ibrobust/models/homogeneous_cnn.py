@@ -17,7 +17,7 @@ A bias in any later layer would break this (it would be scaled once, not c^l tim
 
 The model follows the registry contract (``forward`` -> (n, H) logits, a ``readout``
 buffer for the binary score, ``embed`` / ``neurons`` / ``neuron_heads`` as :class:`
-ibrobust.models.image.HeadNet`), so it can be wired in as a model kind later.
+ibrobust.models.image.HeadNet`), so it is the model kind ``homogeneous_cnn`` of :data:`ibrobust.kinds.MODELS`.
 """
 
 from __future__ import annotations
@@ -124,19 +124,22 @@ def build_homogeneous_cnn(
 
 
 def build(spec: dict, ctx) -> HomogeneousCNN:
-    """The future ``homogeneous_cnn`` kind of :mod:`ibrobust.models.registry`."""
-    kw = {k: v for k, v in spec.items() if k not in ("kind", "dtype")}
-    for key in ("channels", "kernels"):
-        if key in kw:
-            kw[key] = tuple(int(v) for v in kw[key])
+    """The ``homogeneous_cnn`` kind of :mod:`ibrobust.models.registry` (float64; ``hidden``
+    is the one-element list of the models schema, or an int)."""
+    hidden = spec.get("hidden", HomogeneousCNNConfig.hidden)
+    if isinstance(hidden, list | tuple):
+        if len(hidden) != 1:
+            raise ValueError(f"homogeneous_cnn has one hidden layer, got hidden={hidden!r}")
+        hidden = hidden[0]
+    cfg = HomogeneousCNNConfig(
+        channels=tuple(int(v) for v in spec.get("channels", HomogeneousCNNConfig.channels)),
+        kernels=tuple(int(v) for v in spec.get("kernels", HomogeneousCNNConfig.kernels)),
+        hidden=int(hidden),
+        first_bias=bool(spec.get("first_bias", True)),
+    )
     if len(ctx.input_shape) != 3:
         raise ValueError(f"homogeneous_cnn needs image inputs (C, H, W), got {ctx.input_shape}")
     dtype = {"float64": torch.float64, "float32": torch.float32}[spec.get("dtype", "float64")]
     return build_homogeneous_cnn(
-        tuple(ctx.input_shape),
-        ctx.readout.numel(),
-        HomogeneousCNNConfig(**kw),
-        ctx.seed,
-        dtype=dtype,
-        readout=ctx.readout,
+        tuple(ctx.input_shape), ctx.readout.numel(), cfg, ctx.seed, dtype=dtype, readout=ctx.readout
     )

@@ -66,6 +66,9 @@ def plot_margins(history: pd.DataFrame, checkpoints: pd.DataFrame) -> plt.Figure
         ax.set_xlabel("epoch")
         ax.set_title(title, fontsize=10)
         ax.axhline(0, color="k", lw=0.5)
+        pos = h[key][h[key] > 0]
+        if key == "smoothed_normalized_margin" and len(pos):  # the theorem's regime in view
+            ax.set_ylim(-0.1 * pos.max(), 1.15 * pos.max())
         _mark_checkpoints(ax, checkpoints)
     axes[0].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
@@ -114,24 +117,27 @@ def plot_robust_accuracy(robust: pd.DataFrame) -> plt.Figure:
 
 
 def plot_distance_vs_margin(points: pd.DataFrame) -> plt.Figure:
-    """Per point: FAB l2 distance (and the certified radius) vs its normalized margin."""
+    """Per point: minimal l2 distance (``distance_l2``: FAB, or the PGD-bisection bound where
+    FAB does not apply), the PGD-bisection upper bound (cross-check sample) and the certified
+    radius q / beta, against the point's normalized margin."""
     colors = checkpoint_colors(points["checkpoint"])
     splits = [s for s in ("train", "test") if s in set(points["split"])]
     fig, axes = plt.subplots(1, len(splits), figsize=(5 * len(splits), 3.8), squeeze=False)
+    dist = "distance_l2" if "distance_l2" in points else "fab_l2"
     for ax, split in zip(axes[0], splits, strict=True):
         sub = points[points["split"] == split]
         for name, g in sub.groupby("checkpoint", sort=False):
-            ax.scatter(g["normalized_margin"], g["fab_l2"], s=8, color=colors[name], label=name)
-            ax.scatter(
-                g["normalized_margin"],
-                g["certified_l2"],
-                s=6,
-                marker="x",
-                color=colors[name],
-                alpha=0.6,
-            )
+            c = colors[name]
+            ax.scatter(g["normalized_margin"], g[dist], s=8, color=c, label=name)
+            if "pgd_l2_upper" in g:
+                ax.scatter(g["normalized_margin"], g["pgd_l2_upper"], s=14, marker="^",
+                           facecolors="none", edgecolors=c, alpha=0.8)  # fmt: skip
+            if g["certified_l2"].notna().any():
+                ax.scatter(
+                    g["normalized_margin"], g["certified_l2"], s=6, marker="x", color=c, alpha=0.6
+                )
         ax.set_xlabel("normalized margin of the point q_i / rho^L")
-        ax.set_ylabel("l2 distance (o FAB, x certified)")
+        ax.set_ylabel("l2 distance (o minimal, ^ PGD bisection, x certified)")
         ax.set_yscale("log")
         ax.set_title(split, fontsize=10)
     axes[0][0].legend(fontsize=8)

@@ -28,6 +28,7 @@ REGISTRY: dict[str, str] = {
     "prelu": "ibrobust.studies.prelu",
     "attack_audit": "ibrobust.studies.attack_audit",
     "price_nn": "ibrobust.studies.price_nn",
+    "margin": "ibrobust.studies.margin",
 }
 
 

@@ -161,88 +161,116 @@ def train_margin(
 ) -> MarginTrainResult:
     """Train ``net`` (in place) on (x (n, *s), y (n,) int64 class ids) with the loss-based
     schedule; ``net`` must be homogeneous (ValueError naming ``model`` otherwise). Inputs are
-    cast to the net's dtype; logit differences and losses are float64. Batches are drawn
-    from ``torch_generator(seed, "margin", "batches")`` (a redone epoch draws a new order).
-    ``should_stop(row)`` after an accepted epoch may end training early (e.g. a time budget
-    of the caller); the last epoch is then still checkpointed as "final"."""
+    cast to the net's dtype; logit differences and losses are float64. Batch orders come
+    from ``torch_generator(seed, "margin", "batches")`` (a redone epoch draws a new one).
+    ``should_stop(row)`` after an accepted epoch may end training early (the last epoch is
+    still checkpointed as "final")."""
     degree = require_homogeneous(net, "model")
     dtype = next(net.parameters()).dtype
-    x = x.to(dtype)
-    y = y.to(torch.int64)
-    if x_test is not None:
-        x_test, y_test = x_test.to(dtype), y_test.to(torch.int64)
+    x, y = x.to(dtype), y.to(torch.int64)
+    test = None if x_test is None else (x_test.to(dtype), y_test.to(torch.int64))
     gen = torch_generator(seed, "margin", "batches")
-    bs, ebs = cfg.batch_size, cfg.eval_batch_size
-    params = [p for p in net.parameters() if p.requires_grad]
-    opt = torch.optim.SGD(params, lr=1.0, momentum=cfg.momentum)
-    t0 = time.perf_counter()
-
-    def test_acc() -> float | None:
-        return None if x_test is None else _accuracy(net, x_test, y_test, ebs)
-
-    stats = _stats(net, x, y, degree, ebs)
+    opt = torch.optim.SGD(
+        [p for p in net.parameters() if p.requires_grad], lr=1.0, momentum=cfg.momentum
+    )
+    log = _Log(cfg, net, test, time.perf_counter(), on_epoch, on_checkpoint)
+    stats = _stats(net, x, y, degree, cfg.eval_batch_size)
     sched = LossBasedLR(cfg.schedule, stats.log10_loss * LOG10)
-    history = [epoch_row(0, stats, test_acc(), None, None, 0, 0.0)]
-    if on_epoch:
-        on_epoch(history[-1])
-    checkpoints: list[Checkpoint] = []
-    pending = list(enumerate(cfg.checkpoint_log10_losses, start=1))
+    log.accepted(0, stats, None, None, 0)
     epoch = rollbacks = in_a_row = 0
     stop_reason = "epochs"
-    n = len(x)
     while epoch < cfg.epochs:
         saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()))
         alpha, log_eta = sched.alpha, sched.log_eta
-        net.train()
-        diverged = False
-        for idx in torch.randperm(n, generator=gen).split(bs):
+        order = torch.randperm(len(x), generator=gen).split(cfg.batch_size)
+        diverged = _sgd_epoch(net, opt, sched, x, y, order)
+        stats = _stats(net, x, y, degree, cfg.eval_batch_size)
+        if not sched.end_epoch(math.nan if diverged else stats.log10_loss * LOG10):
+            net.load_state_dict(saved[0])
+            opt.load_state_dict(saved[1])
+            rollbacks, in_a_row = rollbacks + 1, in_a_row + 1
+            if in_a_row >= cfg.max_consecutive_rollbacks:
+                stop_reason = "rollbacks"
+                break
+            continue
+        epoch, in_a_row = epoch + 1, 0
+        row = log.accepted(epoch, stats, alpha, log_eta, rollbacks)
+        stop_reason = _early_stop(cfg, stats, row, should_stop) or stop_reason
+        if stop_reason != "epochs":
+            break
+    log.checkpoint(
+        Checkpoint("final", epoch, log.history[-1]["log10_train_loss"], None, _state(net))
+    )
+    return MarginTrainResult(
+        log.history, log.checkpoints, stop_reason, rollbacks, time.perf_counter() - log.t0
+    )
+
+
+def _early_stop(cfg: MarginTrainConfig, stats: MarginStats, row: dict, should_stop) -> str | None:
+    if cfg.stop_log10_loss is not None and stats.log10_loss < cfg.stop_log10_loss:
+        return "stop_log10_loss"
+    if should_stop is not None and should_stop(row):
+        return "should_stop"
+    return None
+
+
+@dataclass
+class _Log:
+    """The history rows and checkpoints of a run as it goes (and the caller's callbacks)."""
+
+    cfg: MarginTrainConfig
+    net: nn.Module
+    test: tuple[torch.Tensor, torch.Tensor] | None
+    t0: float
+    on_epoch: Callable[[dict], None] | None
+    on_checkpoint: Callable[[Checkpoint], None] | None
+    history: list[dict] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    pending: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.pending = list(enumerate(self.cfg.checkpoint_log10_losses, start=1))
+
+    def accepted(self, epoch, stats: MarginStats, alpha, log_eta, rollbacks: int) -> dict:
+        """Record an accepted epoch (0 = the initialisation) and the checkpoints it crosses."""
+        test_acc = None
+        if self.test is not None:
+            test_acc = _accuracy(self.net, *self.test, self.cfg.eval_batch_size)
+        seconds = time.perf_counter() - self.t0 if epoch else 0.0
+        row = epoch_row(epoch, stats, test_acc, alpha, log_eta, rollbacks, seconds)
+        self.history.append(row)
+        if self.on_epoch:
+            self.on_epoch(row)
+        while epoch and self.pending and stats.log10_loss < self.pending[0][1]:
+            i, th = self.pending.pop(0)
+            self.checkpoint(Checkpoint(f"model-{i}", epoch, stats.log10_loss, th, _state(self.net)))
+        return row
+
+    def checkpoint(self, ck: Checkpoint) -> None:
+        self.checkpoints.append(ck)
+        if self.on_checkpoint:
+            self.on_checkpoint(ck)
+
+
+def _sgd_epoch(net, opt, sched: LossBasedLR, x, y, batches) -> bool:
+    """One epoch of steps alpha * (L_B / L(t-1)) * grad log L_B; True if it diverged (a step
+    factor beyond float64: the epoch is redone like any other that raised the loss, since
+    finishing it would only turn the parameters into inf / nan)."""
+    net.train()
+    try:
+        for idx in batches:
             log_lb = log_mean_loss(log_ce(net(x[idx]), y[idx]))  # scalar, float64
             scale = sched.step_scale(float(log_lb.detach()))
-            if not math.isfinite(scale):  # the epoch diverged: it is redone like any other
-                diverged = True  # epoch that raised the loss (finishing it would only
-                break  # turn the parameters into inf / nan)
+            if not math.isfinite(scale):
+                return True
             opt.zero_grad(set_to_none=True)
             log_lb.backward()
             for group in opt.param_groups:
                 group["lr"] = scale
             opt.step()
+        return False
+    finally:
         net.eval()
-        stats = _stats(net, x, y, degree, ebs)
-        log_loss = math.nan if diverged else stats.log10_loss * LOG10
-        if not sched.end_epoch(log_loss):
-            net.load_state_dict(saved[0])
-            opt.load_state_dict(saved[1])
-            rollbacks += 1
-            in_a_row += 1
-            if in_a_row >= cfg.max_consecutive_rollbacks:
-                stop_reason = "rollbacks"
-                break
-            continue
-        epoch += 1
-        in_a_row = 0
-        row = epoch_row(
-            epoch, stats, test_acc(), alpha, log_eta, rollbacks, time.perf_counter() - t0
-        )
-        history.append(row)
-        if on_epoch:
-            on_epoch(row)
-        while pending and stats.log10_loss < pending[0][1]:
-            i, th = pending.pop(0)
-            ck = Checkpoint(f"model-{i}", epoch, stats.log10_loss, th, _state(net))
-            checkpoints.append(ck)
-            if on_checkpoint:
-                on_checkpoint(ck)
-        if cfg.stop_log10_loss is not None and stats.log10_loss < cfg.stop_log10_loss:
-            stop_reason = "stop_log10_loss"
-            break
-        if should_stop is not None and should_stop(row):
-            stop_reason = "should_stop"
-            break
-    final = Checkpoint("final", epoch, history[-1]["log10_train_loss"], None, _state(net))
-    checkpoints.append(final)
-    if on_checkpoint:
-        on_checkpoint(final)
-    return MarginTrainResult(history, checkpoints, stop_reason, rollbacks, time.perf_counter() - t0)
 
 
 def _state(net: nn.Module) -> dict[str, torch.Tensor]:

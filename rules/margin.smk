@@ -1,0 +1,135 @@
+# Study MARGIN (kind margin; package ibrobust.studies.margin): gradient descent maximizes the
+# normalized margin of homogeneous nets (Lyu & Li, ICLR 2020). Jobs: the generic dataset rule
+# (rules/data.smk: seeded image subsets or cluster draws), one loss-based training job per
+# (dataset, model, seed) writing its checkpoints and per-epoch history, one robustness job per
+# run (every checkpoint: FAB minimal distances, PGD-bisection cross-check, certificate), then
+# the study's figures and summary. Adding a seed adds only its own jobs (and reruns figures).
+from ibrobust.studies import margin as _margin  # noqa: E402
+
+MARGIN_STUDIES = studies_of("margin")
+MARGIN_WILDCARDS = dict(
+    study=_alternatives(MARGIN_STUDIES) or "^$",
+    dataset=_alternatives({d for s in MARGIN_STUDIES for d in STUDIES[s]["datasets"]}) or "^$",
+    model=_alternatives({m for s in MARGIN_STUDIES for m in STUDIES[s]["models"]}) or "^$",
+    seed=r"\d+",
+    figure=_alternatives(_margin.FIGURES),
+)
+MARGIN_RUN = "results/{study}/{dataset}/{model}/seed{seed}"
+
+
+rule margin_train:
+    input:
+        data="results/datasets/{dataset}/seed{seed}/data.npz",
+    output:
+        history=f"{MARGIN_RUN}/history.csv",
+        checkpoints=f"{MARGIN_RUN}/checkpoints.pt",
+        table=f"{MARGIN_RUN}/checkpoints.csv",
+        meta=f"{MARGIN_RUN}/train.json",
+    log:
+        "results/logs/margin_train/{study}/{dataset}/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/margin_train/{study}/{dataset}/{model}/seed{seed}.tsv"
+    wildcard_constraints:
+        study=MARGIN_WILDCARDS["study"],
+        dataset=MARGIN_WILDCARDS["dataset"],
+        model=MARGIN_WILDCARDS["model"],
+        seed=MARGIN_WILDCARDS["seed"],
+    params:
+        training=lambda w: _margin.training(config, STUDIES[w.study], w.model),
+        seed=lambda w: int(w.seed),
+        code=lambda w: code("margin_train", kinds.module_of(kinds.MODELS, config["models"][w.model]["kind"], "model")),
+    threads: config["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/margin_train.py"
+
+
+rule margin_robustness:
+    input:
+        data="results/datasets/{dataset}/seed{seed}/data.npz",
+        checkpoints=f"{MARGIN_RUN}/checkpoints.pt",
+    output:
+        points=f"{MARGIN_RUN}/points.csv",
+    log:
+        "results/logs/margin_robustness/{study}/{dataset}/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/margin_robustness/{study}/{dataset}/{model}/seed{seed}.tsv"
+    wildcard_constraints:
+        study=MARGIN_WILDCARDS["study"],
+        dataset=MARGIN_WILDCARDS["dataset"],
+        model=MARGIN_WILDCARDS["model"],
+        seed=MARGIN_WILDCARDS["seed"],
+    params:
+        model=lambda w: config["models"][w.model],
+        robustness=lambda w: _margin.robustness(config, STUDIES[w.study]),
+        seed=lambda w: int(w.seed),
+        code=lambda w: code("margin_robustness", kinds.module_of(kinds.MODELS, config["models"][w.model]["kind"], "model")),
+    threads: config["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/margin_robustness.py"
+
+
+rule margin_figure:
+    input:
+        history=lambda w: _margin.files(w.study, STUDIES[w.study], "history.csv"),
+        table=lambda w: _margin.files(w.study, STUDIES[w.study], "checkpoints.csv"),
+        points=lambda w: _margin.files(w.study, STUDIES[w.study], "points.csv"),
+    output:
+        png=report("results/{study}/figures/{figure}.png", caption="../report/margin/figure.rst", category="{study}", subcategory="figures"),
+        pdf="results/{study}/figures/{figure}.pdf",
+        csv="results/{study}/figures/{figure}.csv",
+    log:
+        "results/logs/figures/{study}/{figure}.log",
+    wildcard_constraints:
+        study=MARGIN_WILDCARDS["study"],
+        figure=MARGIN_WILDCARDS["figure"],
+    params:
+        runs=lambda w: _margin.runs(STUDIES[w.study]),
+        radii=lambda w: STUDIES[w.study]["robustness"]["radii"],
+        plots=plot_params,
+        code=code("margin_figure"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/margin_figure.py"
+
+
+rule margin_summary:
+    input:
+        history=lambda w: _margin.files(w.study, STUDIES[w.study], "history.csv"),
+        table=lambda w: _margin.files(w.study, STUDIES[w.study], "checkpoints.csv"),
+        points=lambda w: _margin.files(w.study, STUDIES[w.study], "points.csv"),
+        meta=lambda w: _margin.files(w.study, STUDIES[w.study], "train.json"),
+    output:
+        csv="results/{study}/figures/summary.csv",
+        md="results/{study}/figures/summary.md",
+        checkpoints="results/{study}/figures/checkpoints.csv",
+    log:
+        "results/logs/figures/{study}/summary.log",
+    wildcard_constraints:
+        study=MARGIN_WILDCARDS["study"],
+    params:
+        runs=lambda w: _margin.runs(STUDIES[w.study]),
+        radii=lambda w: STUDIES[w.study]["robustness"]["radii"],
+        code=code("margin_summary"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/margin_summary.py"

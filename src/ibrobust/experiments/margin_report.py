@@ -1,0 +1,154 @@
+"""Study MARGIN's numbers from its outputs: the checkpoint table beside the paper's, whether
+the smoothed normalized margin is non-decreasing after the data is fit, whether the
+normalized margin and the robust accuracy grow across checkpoints, and where the minimal
+distances sit between the certificate and the PGD-bisection bound. Pure pandas: the
+summary job, the claims and ``benchmarks/check_margin.py`` read the same functions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ibrobust.plotting.margin import PAPER_TABLE
+
+HISTORY_FLOATS = (
+    "log10_train_loss",
+    "q_min",
+    "rho",
+    "normalized_margin",
+    "smoothed_normalized_margin",
+    "train_acc",
+    "alpha",
+    "log10_eta",
+)
+
+
+def checkpoint_table(history: pd.DataFrame, checkpoints: pd.DataFrame) -> pd.DataFrame:
+    """``checkpoints`` (name, epoch, ...) joined with the history row of its epoch; the last
+    epoch ("final") is the paper's model-5 (the end of training) in ``paper_name``."""
+    cols = ["epoch", "log10_train_loss", "normalized_margin", "smoothed_normalized_margin"]
+    cols += [c for c in ("train_acc", "test_acc") if c in history]
+    out = checkpoints[["name", "epoch"]].merge(history[cols], on="epoch", how="left")
+    last = f"model-{len(PAPER_TABLE)}"  # the paper's last model is the end of training
+    paper = set(PAPER_TABLE["name"]) - {last}
+    out["paper_name"] = [
+        last if n == "final" else (n if n in paper else "-") for n in out["name"]
+    ]  # a threshold beyond the paper's four (e.g. 1e-300) has no paper counterpart
+    return out
+
+
+def separation(history: pd.DataFrame) -> dict:
+    """After the data is fit in the theorem's sense (the first epoch with L_sum < log 2, i.e.
+    a positive smoothed normalized margin; it implies train accuracy 1): how often and by how
+    much the smoothed normalized margin decreases from one accepted epoch to the next."""
+    fit = history[(history["smoothed_normalized_margin"] > 0) & (history["train_acc"] >= 1.0)]
+    out = dict(fit_epoch=math.nan, epochs_after=0, decreasing=0, frac_decreasing=math.nan)
+    out.update(largest_drop=0.0, largest_rel_drop=0.0, start=math.nan, end=math.nan)
+    if fit.empty:
+        return out
+    first = int(fit["epoch"].iloc[0])
+    sm = history[history["epoch"] >= first]["smoothed_normalized_margin"].to_numpy(float)
+    diff = np.diff(sm)
+    dec = diff < 0
+    rel = -diff[dec] / np.maximum(np.abs(sm[:-1][dec]), 1e-300)
+    out.update(
+        fit_epoch=first,
+        epochs_after=int(len(diff)),
+        decreasing=int(dec.sum()),
+        frac_decreasing=float(dec.mean()) if len(diff) else math.nan,
+        largest_drop=float((-diff[dec]).max()) if dec.any() else 0.0,
+        largest_rel_drop=float(rel.max()) if dec.any() else 0.0,
+        start=float(sm[0]),
+        end=float(sm[-1]),
+    )
+    return out
+
+
+def all_finite(history: pd.DataFrame) -> bool:
+    """Every logged value of the history is a finite number (test accuracy may be absent)."""
+    vals = history[[c for c in HISTORY_FLOATS if c in history]].iloc[1:].to_numpy(float)
+    return bool(np.isfinite(vals).all())
+
+
+def robust_at(points: pd.DataFrame, radii: dict) -> pd.DataFrame:
+    """Per checkpoint and split: clean accuracy, median distances and robust accuracy at
+    the middle of each eps grid (the point where checkpoints differ most visibly)."""
+    g = points.groupby(["checkpoint", "split"], sort=False)
+    out = g.agg(
+        clean=("margin", lambda s: float((s > 0).mean())),
+        median_l2=("distance_l2", "median"),
+        median_linf=("distance_linf", "median"),
+        median_cert_l2=("certified_l2", "median"),
+    ).reset_index()
+    for norm, grid in radii.items():  # robust_<norm> at eps_<norm> (NaN: norm not attacked)
+        eps = float(sorted(grid)[len(grid) // 2])
+        acc = g[f"distance_{norm}"].apply(
+            lambda s, e=eps: float((s > e).mean()) if s.notna().any() else math.nan
+        )
+        out[f"robust_{norm}"] = acc.to_numpy()
+        out[f"eps_{norm}"] = eps
+    return out
+
+
+def cross_check(points: pd.DataFrame) -> dict:
+    """On the correctly classified points with a PGD-bisection bound: the fraction where FAB
+    (l2) is at most the bound, at least the certificate, and the median ratios."""
+    b = points.dropna(subset=["pgd_l2_upper", "fab_l2"])
+    b = b[b["margin"] > 0]
+    out = dict(pairs=len(b), fab_below_pgd=math.nan, fab_above_cert=math.nan)
+    out.update(
+        fab_over_pgd_median=math.nan, fab_over_pgd_max=math.nan, fab_over_cert_median=math.nan
+    )
+    if b.empty:
+        return out
+    ratio = b["fab_l2"] / b["pgd_l2_upper"]
+    out.update(
+        fab_below_pgd=float((b["fab_l2"] <= b["pgd_l2_upper"] * (1 + 1e-9)).mean()),
+        fab_over_pgd_median=float(ratio.median()),
+        fab_over_pgd_max=float(ratio.max()),
+    )
+    cert = b["certified_l2"]
+    if cert.notna().any():
+        out.update(
+            fab_above_cert=float((b["fab_l2"] >= cert).mean()),
+            fab_over_cert_median=float((b["fab_l2"] / cert).median()),
+        )
+    return out
+
+
+def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per (run, checkpoint): ours beside the paper's model of the same name."""
+    paper = PAPER_TABLE.rename(
+        columns={
+            "name": "paper_name",
+            "epoch": "paper_epoch",
+            "log10_train_loss": "paper_log10_train_loss",
+            "normalized_margin": "paper_normalized_margin",
+        }
+    )
+    frames = [t.assign(run=run) for run, t in tables.items()]
+    return pd.concat(frames, ignore_index=True).merge(paper, on="paper_name", how="left")
+
+
+def summary_markdown(summary: pd.DataFrame, notes: dict[str, dict]) -> str:
+    """summary.md: the checkpoint table beside the paper's, then per run the numbers the
+    study reports (``notes``: run -> separation / cross-check / timing dicts)."""
+    cols = ["run", "name", "paper_epoch", "epoch", "paper_log10_train_loss", "log10_train_loss"]
+    cols += ["paper_normalized_margin", "normalized_margin", "test_acc"]
+    cols = [c for c in cols if c in summary]
+    lines = ["# Summary: Study MARGIN (Lyu & Li, ICLR 2020)", ""]
+    lines += ["Paper: SGD on full MNIST (batch 100); ours: see the run's config.", ""]
+    lines += [summary[cols].to_markdown(index=False, floatfmt=".4g"), ""]
+    for run, note in notes.items():
+        lines.append(f"## {run}")
+        for key, d in note.items():
+            txt = ", ".join(f"{k} {_fmt(v)}" for k, v in d.items())
+            lines.append(f"- {key}: {txt}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)

@@ -1,0 +1,109 @@
+"""Study MARGIN (kind ``margin``): gradient descent maximizes the normalized margin of a
+homogeneous net (Lyu & Li, ICLR 2020), and what that buys in robustness. One training job
+per (dataset, model, seed) with the loss-based learning rate (checkpoints + per-epoch
+history), one robustness job per run (every checkpoint), figures and a summary beside the
+paper's checkpoint table. It trains through its own rules (``rules/margin.smk``), not the
+generic network rules; the datasets come from the generic dataset rule."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ibrobust.config import ConfigError
+from ibrobust.studies import figure_files
+from ibrobust.studies.checks import check_kinds, check_registry_names
+
+RULES = "margin.smk"
+NETWORK = False
+claims: tuple = ()  # declared in ibrobust.claims.margin (the ledger's kind table)
+FIGURES = ["margins", "loss", "robust_accuracy", "distance_vs_margin"]
+# model kinds whose nets are homogeneous in their parameters (the margin metrics' q / rho^L):
+# homogeneous_cnn (bias in conv1 only, L = 4); two_layer (fixed second layer, L = 1)
+HOMOGENEOUS_MODELS = ("homogeneous_cnn", "two_layer")
+
+
+def task(supervision: str) -> str:
+    return "fine" if supervision == "multiclass" else "binary"
+
+
+def sweeps(st: dict) -> list[tuple[str, str, list]]:
+    return []
+
+
+def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
+    return []  # no runs through the generic network rules
+
+
+def runs(st: dict) -> list[dict[str, Any]]:
+    """One training job per (dataset, model, seed): wildcards as plain python values."""
+    return [dict(dataset=d, model=m, seed=int(s))
+            for d in st["datasets"] for m in st["models"] for s in st["seeds"]]  # fmt: skip
+
+
+def run_dir(study: str, r: dict) -> str:
+    return f"results/{study}/{r['dataset']}/{r['model']}/seed{r['seed']}"
+
+
+def files(study: str, st: dict, tail: str) -> list[str]:
+    return [f"{run_dir(study, r)}/{tail}" for r in runs(st)]
+
+
+def training(cfg: dict, st: dict, model: str) -> dict[str, Any]:
+    """What a training job runs: the model entry, the supervision and the schedule."""
+    return dict(model=cfg["models"][model], supervision=st["supervision"], **st["training"])
+
+
+def robustness(cfg: dict, st: dict) -> dict[str, Any]:
+    return dict(supervision=st["supervision"], **st["robustness"])
+
+
+def outputs(cfg: dict, name: str, default: bool) -> list[str]:
+    return figure_files(name, FIGURES) + [f"results/{name}/figures/checkpoints.csv"]
+
+
+def check(cfg: dict, st: dict, where: str) -> None:
+    check_registry_names(cfg, st, where, ("datasets", "models"))
+    check_kinds(cfg, st, where, "datasets", ("image", "clusters"))
+    for i, m in enumerate(st["models"]):
+        check_homogeneous(cfg["models"][m], f"{where}.models[{i}]", m)
+    tr = st["training"]
+    alpha = tr["alpha"]
+    if not (isinstance(alpha, int | float) and math.isfinite(alpha) and alpha > 0):
+        raise ConfigError(
+            f"config key {where}.training.alpha: alpha(0) of the loss-based learning rate "
+            f"must be a finite number > 0, got {alpha!r}"
+        )
+    th = [float(t) for t in tr["checkpoint_log10_losses"]]
+    if not all(math.isfinite(t) for t in th) or any(
+        b >= a for a, b in zip(th, th[1:], strict=False)
+    ):
+        raise ConfigError(
+            f"config key {where}.training.checkpoint_log10_losses: must be finite and strictly "
+            f"decreasing (each checkpoint at a lower train loss than the one before), got {th}"
+        )
+    stop = tr["stop_log10_loss"]
+    if stop is not None and not math.isfinite(float(stop)):
+        raise ConfigError(f"config key {where}.training.stop_log10_loss: not finite ({stop!r})")
+    rob = st["robustness"]
+    if rob["bisection_points"] > rob["attack_points"]:
+        raise ConfigError(
+            f"config key {where}.robustness.bisection_points: {rob['bisection_points']} exceeds "
+            f"attack_points {rob['attack_points']} (the cross-check sample is a subset of them)"
+        )
+    for norm, grid in rob["radii"].items():
+        if not all(math.isfinite(float(r)) for r in grid):
+            raise ConfigError(f"config key {where}.robustness.radii.{norm}: not finite: {grid}")
+
+
+def check_homogeneous(model: dict, where: str, name: str) -> None:
+    """Refuse a model the margin metrics cannot read: q_min / rho^L needs f(c theta) =
+    c^L f(theta), which a bias after the first layer (or an input normalisation) breaks."""
+    kind = model["kind"]
+    if kind not in HOMOGENEOUS_MODELS:
+        raise ConfigError(
+            f"config key {where}: model {name!r} of kind {kind!r} is not homogeneous in its "
+            f"parameters (biases beyond the first layer or a normalisation break "
+            f"f(c theta) = c^L f(theta)), so the margin metrics q_min / rho^L do not apply; "
+            f"use one of the kinds {list(HOMOGENEOUS_MODELS)}"
+        )

@@ -1,0 +1,81 @@
+"""Study MARGIN end to end on the tiny fake image set (no real data): the generic dataset
+rule, one loss-based training job, one robustness job, four figures and the summary; every
+accepted epoch reaches MLflow as step-indexed metrics (log10 L, never L)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from smk_helpers import finished_rules, plan_and_run
+from test_workflow_images import fake_images
+
+pytestmark = pytest.mark.workflow
+
+CONFIG = Path(__file__).resolve().parent / "configs" / "tiny_margin.yaml"
+EXPECTED = Counter(
+    dataset=1, margin_train=1, margin_robustness=1, margin_figure=4, margin_summary=1, margin=1
+)
+FIGURES = ("margins", "loss", "robust_accuracy", "distance_vs_margin")
+
+
+@pytest.fixture(scope="module")
+def margin_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("margin_data")
+    fake_images(root / "tiny_images.npz")
+    work = tmp_path_factory.mktemp("margin_run")
+    plan, run = plan_and_run(
+        work, CONFIG, "margin", "--config", f"data_root={root}", label="MARGIN"
+    )
+    return work, plan, run
+
+
+def test_plans_and_runs_every_margin_rule(margin_run):
+    work, plan, run = margin_run
+    assert plan.stats == EXPECTED
+    assert finished_rules(run) == EXPECTED
+    out = work / "results" / "margin" / "figures"
+    for name in FIGURES:
+        assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert (out / f"{name}.pdf").read_bytes()[:5] == b"%PDF-", name
+        assert len(pd.read_csv(out / f"{name}.csv")) > 0, name
+    assert (out / "summary.md").read_text().startswith("# Summary: Study MARGIN")
+
+
+def test_history_checkpoints_and_points(margin_run):
+    work = margin_run[0]
+    run = work / "results/margin/tiny_margin_img/tiny_hcnn/seed0"
+    hist = pd.read_csv(run / "history.csv")
+    assert hist["epoch"].tolist() == list(range(len(hist))) and len(hist) >= 2
+    assert hist["log10_train_loss"].is_monotonic_decreasing  # roll-backs keep only descents
+    cks = pd.read_csv(run / "checkpoints.csv")
+    assert cks["name"].iloc[-1] == "final" and cks["epoch"].iloc[-1] == hist["epoch"].iloc[-1]
+    pts = pd.read_csv(run / "points.csv")
+    assert set(pts["split"]) == {"train", "test"} and set(pts["checkpoint"]) == set(cks["name"])
+    assert len(pts) == 2 * 8 * len(cks)
+    ok = pts[pts["margin"] > 0]
+    # the certificate is a lower bound of every attack's distance
+    assert (ok["certified_l2"] <= ok["fab_l2"] + 1e-9).all()
+    b = ok.dropna(subset=["pgd_l2_upper"])
+    assert (b["certified_l2"] <= b["pgd_l2_upper"] + 1e-9).all()
+    summary = pd.read_csv(work / "results/margin/figures/summary.csv")
+    assert {"paper_epoch", "paper_normalized_margin", "sep_frac_decreasing"} <= set(summary.columns)
+
+
+def test_mlflow_received_step_metrics(margin_run):
+    from mlflow.tracking import MlflowClient
+
+    work = margin_run[0]
+    client = MlflowClient(tracking_uri=f"sqlite:///{work / 'results/mlflow/mlflow.db'}")
+    exp = client.get_experiment_by_name("ibrobust")
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    (train,) = [r for r in runs if r.data.tags.get("ibrobust.rule") == "margin_train"]
+    n = len(pd.read_csv(work / "results/margin/tiny_margin_img/tiny_hcnn/seed0/history.csv"))
+    for key in ("train.log10_loss", "q_min", "rho", "normalized_margin",
+                "smoothed_normalized_margin", "train.acc", "test.acc"):  # fmt: skip
+        steps = [m.step for m in client.get_metric_history(train.info.run_id, key)]
+        assert sorted(steps) == list(range(n)), key
+    assert [m.step for m in client.get_metric_history(train.info.run_id, "alpha")][0] == 1
+    assert "train.loss" not in train.data.metrics  # L itself is never recorded
