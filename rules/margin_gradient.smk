@@ -1,6 +1,7 @@
 # Margin vs input gradient per test point (issue 11 section 2) for the feature-averaging
-# studies: every trained and reference net of the study, each binary readout, one figure +
-# the per-point CSV + a per-(net, readout, seed) summary the claims ledger reads. Uses the
+# studies (part of their outputs, so of the default target): every trained and reference
+# net of the study, each binary readout, one figure + the per-point CSV + a per-(net,
+# readout, seed) summary the claims ledger reads. Uses the
 # study's attacks (those that apply to each supervision, judged on the binary task) on a
 # fine radius grid (ibrobust.analysis.margin_gradient.MarginGradientConfig defaults).
 
@@ -23,7 +24,7 @@ rule fa_margin_gradient:
         attacks=lambda w: {sup: {n: config["attacks"][n] for n in STUDIES[w.study]["attacks"]
                                  if attack_applies(config["attacks"][n], sup, "binary")}
                            for sup in ("binary", "multiclass")},
-        readouts=lambda w: list(STUDIES[w.study].get("readouts") or [STUDIES[w.study].get("readout") or "sum"]),
+        readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         radius_max=lambda w: max(float(r) for r in STUDIES[w.study]["radii"]),
         dataset=lambda w: dataset_config(STUDIES[w.study]["datasets"][0]),
         settings={},

@@ -33,11 +33,7 @@ KNOWN = {
         "src/ibrobust/training/network.py:train_network": 67,
         "src/ibrobust/training/prelu.py:_train_stacked": 130,
         "src/ibrobust/training/robust_erm.py:_train_chunk": 73,
-        # merged in the same session as the limits (the claims functions are lists of claim
-        # declarations); to split like the rest
         "src/ibrobust/attacks/minimal_norm.py:pgd_bisection": 62,
-        "src/ibrobust/claims/feature_averaging.py:claims": 127,
-        "src/ibrobust/claims/prelu.py:claims": 88,
         "src/ibrobust/training/margin.py:train_margin": 97,
     },
     "scripts": {},
