@@ -34,20 +34,9 @@ rule fa_lambda_figure:
         "../workflow_scripts/fa_lambda_figure.py"
 
 
-def fa_attacks(study, grid, name):
-    """attack/<grid>/[<readout>/]<name> of a study's runs of that grid, once per readout."""
-    runs = main_runs(study) if grid == "main" else _runs(_fa.scaling_runs(config, study))
-    return readout_files(study, readout_runs(study, runs), grid, name)
-
-
-def fa_attack_runs(study, grid):
-    runs = main_runs(study) if grid == "main" else _runs(_fa.scaling_runs(config, study))
-    return readout_runs(study, runs)
-
-
 rule fa_robust_figure:
     input:
-        lambda w: fa_attacks(w.study, "main", "robust_accuracy.csv"),
+        lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "main"), "main", "robust_accuracy.csv"),
     output:
         png=report("results/{study}/figures/robust_accuracy_vs_radius.png", caption="../report/feature_averaging/robust_accuracy_vs_radius.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
@@ -57,7 +46,7 @@ rule fa_robust_figure:
     wildcard_constraints:
         study=FA_WILDCARDS["study"],
     params:
-        runs=lambda w: fa_attack_runs(w.study, "main"),
+        runs=lambda w: _fa.attack_runs(config, w.study, "main"),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         datasets=lambda w: {ds: dataset_config(ds) for ds in STUDIES[w.study]["datasets"]},
         model_kinds=model_kinds,
@@ -75,7 +64,7 @@ rule fa_robust_figure:
 
 rule fa_scaling_figure:
     input:
-        lambda w: fa_attacks(w.study, "scaling", "robust_accuracy.csv"),
+        lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "scaling"), "scaling", "robust_accuracy.csv"),
     output:
         png=report("results/{study}/figures/critical_radius_scaling.png", caption="../report/feature_averaging/critical_radius_scaling.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/critical_radius_scaling.pdf",
@@ -87,7 +76,7 @@ rule fa_scaling_figure:
     wildcard_constraints:
         study=FA_WILDCARDS["study"],
     params:
-        runs=lambda w: fa_attack_runs(w.study, "scaling"),
+        runs=lambda w: _fa.attack_runs(config, w.study, "scaling"),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         datasets=lambda w: {r[0]: dataset_config(r[0]) for r in _fa.scaling_runs(config, w.study)},
         sweeps=lambda w: _fa.sweep_datasets(config, STUDIES[w.study]),
@@ -106,7 +95,7 @@ rule fa_scaling_figure:
 
 rule fa_summary_table:
     input:
-        attack=lambda w: fa_attacks(w.study, "main", "summary.json"),
+        attack=lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "main"), "main", "summary.json"),
         analysis=lambda w: files(w.study, _runs(trained_runs(w.study)), "analysis/summary.json"),
         decomposition=lambda w: files(w.study, _fa.decomposed_runs(config, w.study), "analysis/decomposition.json"),
     output:
@@ -117,7 +106,7 @@ rule fa_summary_table:
     wildcard_constraints:
         study=FA_WILDCARDS["study"],
     params:
-        attack_runs=lambda w: fa_attack_runs(w.study, "main"),
+        attack_runs=lambda w: _fa.attack_runs(config, w.study, "main"),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         analysis_runs=lambda w: _runs(trained_runs(w.study)),
         decomposed_runs=lambda w: _fa.decomposed_runs(config, w.study),

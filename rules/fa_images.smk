@@ -5,14 +5,9 @@
 IMAGE_WILDCARDS = dict(study=_alternatives(studies_of("feature_averaging_images")) or "^$")
 
 
-def image_attacks(study, name):
-    """attack/main/[<readout>/]<name> of a study's runs, once per binary readout."""
-    return readout_files(study, readout_runs(study, main_runs(study)), "main", name)
-
-
 rule images_robust_figure:
     input:
-        lambda w: image_attacks(w.study, "robust_accuracy.csv"),
+        lambda w: readout_files(w.study, readout_runs(w.study, main_runs(w.study)), "main", "robust_accuracy.csv"),
     output:
         png=report("results/{study}/figures/robust_accuracy_vs_radius.png", caption="../report/feature_averaging_images/robust_accuracy_vs_radius.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
@@ -38,7 +33,7 @@ rule images_robust_figure:
 
 rule images_summary_table:
     input:
-        attack=lambda w: image_attacks(w.study, "robust_accuracy.csv"),
+        attack=lambda w: readout_files(w.study, readout_runs(w.study, main_runs(w.study)), "main", "robust_accuracy.csv"),
         train=lambda w: files(w.study, main_runs(w.study), "metrics.json"),
     output:
         csv="results/{study}/figures/summary.csv",

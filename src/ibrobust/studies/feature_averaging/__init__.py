@@ -104,6 +104,13 @@ def scaling_runs(cfg: dict, study: str) -> list[plan.Run]:
     return plan.trained_runs(cfg, study, dss, seeds) + plan.reference_runs(cfg, study, dss, seeds)
 
 
+def attack_runs(cfg: dict, study: str, grid: str) -> list[dict[str, Any]]:
+    """The runs attacked on ``grid`` (main: the study's trained nets and reference; scaling:
+    the sweeps'), once per binary readout they are read through (``plan.with_readouts``)."""
+    runs = plan.main_runs(cfg, study) if grid == "main" else plan.as_dicts(scaling_runs(cfg, study))
+    return plan.with_readouts(cfg, study, runs)
+
+
 def figures(cfg: dict, st: dict) -> list[str]:
     names = ["cosine_heatmaps", "robust_accuracy_vs_radius", "margin_gradient"]
     if decomposed(cfg, st):
