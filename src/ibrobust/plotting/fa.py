@@ -183,7 +183,9 @@ def critical_radius_scaling(df: pd.DataFrame, style: str = "whitegrid") -> plt.F
     fig, axes = plt.subplots(1, len(keys), figsize=(6.2 * len(keys), 4.6), squeeze=False)
     for ax, key in zip(axes[0], keys, strict=True):
         sub = df[df.key == key]
-        for (lab, ro), g in sub.groupby(["label", "readout"], sort=False):
+        first = sub.readout.iloc[0]  # 2-class and reference nets: one score, one line
+        one = sub[(sub.label == "multiclass") | (sub.readout == first)]
+        for (lab, ro), g in one.groupby(["label", "readout"], sort=False):
             s = g.groupby("value").critical_radius.agg(["mean", "std"]).reset_index()
             ok = s["mean"].notna() & (s["mean"] > 0)
             slope = (
@@ -196,10 +198,10 @@ def critical_radius_scaling(df: pd.DataFrame, style: str = "whitegrid") -> plt.F
                 s["mean"],
                 yerr=s["std"].fillna(0),
                 marker=MARKER.get(lab, "o"),
-                ls=READOUT_STYLE.get(ro, "-."),
+                ls=READOUT_STYLE.get(ro, "-.") if lab == "multiclass" else "-",
                 capsize=3,
                 color=PALETTE.get(lab),
-                label=f"{lab}, {ro} (slope {slope:.2f})",
+                label=f"{lab}, {ro if lab == 'multiclass' else 'one score'} (slope {slope:.2f})",
             )
         th = sub.drop_duplicates("value").sort_values("value")
         for col, name, lsty in (
