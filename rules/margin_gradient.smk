@@ -27,7 +27,9 @@ rule fa_margin_gradient:
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         radius_max=lambda w: max(float(r) for r in STUDIES[w.study]["radii"]),
         dataset=lambda w: dataset_config(STUDIES[w.study]["datasets"][0]),
-        settings={},
+        # breaking radii on 64 steps up to the study's largest radius (0.5 at FA's 32; a
+        # fixed step would leave 3 radii on PRELU-scale grids such as fa_prelu's 1.5)
+        settings=lambda w: {"radius_step": round(max(float(r) for r in STUDIES[w.study]["radii"]) / 64, 9)},
         plots=plot_params,
         # the script, plus the model and attack kinds it loads on demand
         code=lambda w: code(
