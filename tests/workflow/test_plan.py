@@ -112,10 +112,10 @@ MALFORMED = [
         "not a setting of kind 'two_layer'",
     ),
     (
-        "scaling-key-enum",
-        {"studies": {"fa": {"scaling": {"key": "n_test"}}}},
-        "studies.fa.scaling.key",
-        "'n_test' is not one of",
+        "scaling-key-unknown",
+        {"studies": {"fa": {"scaling": {"sweeps": {"n_test": [100, 200]}}}}},
+        "studies.fa.scaling.sweeps.n_test",
+        "unknown key",
     ),
     (
         "dataset-without-kind",
@@ -145,8 +145,8 @@ MALFORMED = [
     ),
     (
         "scaling-k-not-integer",
-        {"studies": {"fa": {"scaling": {"values": [2, 2.5]}}}},
-        "studies.fa.scaling.values[1]",
+        {"studies": {"fa": {"scaling": {"sweeps": {"k": [2, 2.5]}}}}},
+        "studies.fa.scaling.sweeps.k[1]",
         "integer",
     ),
     (
