@@ -1,4 +1,8 @@
-# Attack evaluation on the test set over a radius grid ("main" curve or "scaling" sweep).
+# Attack evaluation on the test set over a radius grid ("main" curve or "scaling" sweep):
+# `attack` reads the model through its own score (2-class models, on whose two heads every
+# binary readout is the same score, and models judged on their fine labels);
+# `attack_readout` reads a k-class model through one of its study's `readouts`, named in
+# the path, so changing the list adds or drops only these jobs.
 
 
 rule attack:
@@ -17,7 +21,7 @@ rule attack:
         radii=attack_radii,
         points=attack_points,
         task=attack_task,
-        readout=attack_readout,
+        readout="sum",
         seed=lambda w: int(w.seed),
         code=attack_code,
     threads: config["threads"]
@@ -28,3 +32,21 @@ rule attack:
         "../envs/ibrobust.yaml"
     script:
         "../workflow_scripts/attack.py"
+
+
+use rule attack as attack_readout with:
+    output:
+        table="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/attack/{grid}/{readout}/robust_accuracy.csv",
+        summary="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/attack/{grid}/{readout}/summary.json",
+    log:
+        "results/logs/attack/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.{grid}.{readout}.log",
+    benchmark:
+        "results/benchmarks/attack/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.{grid}.{readout}.tsv"
+    params:
+        attacks=attack_params,
+        radii=attack_radii,
+        points=attack_points,
+        task=attack_task,
+        readout=lambda w: w.readout,
+        seed=lambda w: int(w.seed),
+        code=attack_code,

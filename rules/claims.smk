@@ -1,9 +1,12 @@
 # The claims ledger (results/claims/claims.md + .csv): every claim each study kind declares
 # (src/ibrobust/claims/), measured on the studies' summaries. It reads only the summaries the
-# default target builds for the enabled studies (claims of other outputs are "not run", with
-# the reason); editing a claim declaration changes only this rule's code hash, so only the
+# default target builds for the invocation's studies (only_studies, else the enabled ones;
+# claims of other outputs and studies are "not run", with the reason); editing a claim declaration changes only this rule's code hash, so only the
 # ledger reruns.
 from ibrobust.claims.ledger import ledger_inputs  # noqa: E402
+
+# the ledger also goes onto the invocation's parent MLflow run (folder claims/)
+PARENT_ARTIFACTS.update({f: "claims" for f in CLAIMS_LEDGER + CLAIMS_LEDGER_ALL})
 
 
 rule claims:
@@ -19,7 +22,8 @@ rule claims:
     params:
         # the config the claims read (params, not snakemake.config: declared, so reruns see it)
         config=lambda w: dict(
-            studies={s: dict(st, enabled=s in ENABLED) for s, st in STUDIES.items()},
+            studies=STUDIES,
+            only_studies=config["only_studies"],
             **{k: config[k] for k in ("datasets", "models", "optimizers")},
         ),
         code=code("claims_ledger"),
@@ -31,3 +35,24 @@ rule claims:
         "../envs/ibrobust.yaml"
     script:
         "../workflow_scripts/claims_ledger.py"
+
+
+# The full ledger of `snakemake reproduce` (rules/targets.smk): every study of the config, all
+# its outputs (enabled or not: only_studies = every study).
+use rule claims as claims_all with:
+    input:
+        ledger_inputs({s: st["kind"] for s, st in STUDIES.items()},
+                      {f for s in STUDIES for f in study_outputs(s)}),
+    output:
+        html=report("results/claims/all/claims.html", caption="../report/claims/claims.rst", category="0 claims ledger"),
+        md="results/claims/all/claims.md",
+        csv="results/claims/all/claims.csv",
+    log:
+        "results/logs/claims/claims_all.log",
+    params:
+        config=lambda w: dict(
+            studies=STUDIES,
+            only_studies=list(STUDIES),
+            **{k: config[k] for k in ("datasets", "models", "optimizers")},
+        ),
+        code=code("claims_ledger"),

@@ -2,6 +2,7 @@
 import os
 import re
 import sys
+import time
 from functools import cache
 from pathlib import Path
 
@@ -93,6 +94,7 @@ wildcard_constraints:
     supervision="binary|multiclass",
     seed=r"\d+",
     grid="main|scaling|l2|linf|l1",
+    readout="sum|log_odds|argmax",  # ibrobust.models.readout.READOUTS (the schemas' enum)
 
 
 # ---- code provenance: rerun a rule when any library module its script imports changes ----
@@ -170,6 +172,16 @@ def attack_runs(study, runs):
     return [dict(r, grid=g) for r in runs for g in attack_grids(study, r["dataset"])]
 
 
+def readout_runs(study, runs):
+    """``runs`` once per binary readout they are attacked under (key ``readout``)."""
+    return plan.with_readouts(config, study, runs)
+
+
+def readout_files(study, runs, grid, name):
+    """attack/<grid>/[<readout>/]<name> of ``readout_runs(study, runs)``."""
+    return plan.attack_files(study, runs, grid, name)
+
+
 def attack_files(study, runs, name):
     """attack/<grid>/<name> of ``attack_runs(study, runs)``."""
     return [f"{run_dir(study, **{k: v for k, v in r.items() if k != 'grid'})}/attack/{r['grid']}/{name}"
@@ -183,6 +195,8 @@ def study_outputs(study, default=False):
 
 
 CLAIMS_LEDGER = [f"results/claims/claims.{ext}" for ext in ("md", "csv", "html")]
+# the full ledger of `snakemake reproduce`: every study of the config, every output
+CLAIMS_LEDGER_ALL = [f"results/claims/all/claims.{ext}" for ext in ("md", "csv", "html")]
 
 
 def default_targets():
@@ -199,14 +213,6 @@ def optimizer_params(wildcards):
     if wildcards.optimizer == REFERENCE_OPTIMIZER:
         return {"kind": REFERENCE_OPTIMIZER}
     return OPTIMIZERS[wildcards.optimizer]
-
-
-def attack_readout(wildcards):
-    """How the model is read as a binary classifier (the study's ``readout`` for multiclass
-    models; all readouts coincide for 2-class models, so their jobs never rerun for it)."""
-    if wildcards.supervision != "multiclass":
-        return "sum"
-    return STUDIES[wildcards.study].get("readout", "sum")
 
 
 def attack_task(wildcards):
@@ -264,6 +270,10 @@ def plot_params(wildcards):
 
 # ---- MLflow: one parent run per invocation, created before any job starts -------------------
 TRACKING = _tracking.WorkflowTracking(config, CONFIG_HASH, workflow.basedir)
+# files a rules file also puts on the parent run when this invocation wrote them
+# (path -> artifact folder; e.g. the claims ledger, rules/claims.smk)
+PARENT_ARTIFACTS = {}
+INVOCATION_START = time.time()
 
 
 onstart:
@@ -279,6 +289,7 @@ onstart:
 
 onsuccess:
     try:
+        TRACKING.log_parent_artifacts(PARENT_ARTIFACTS, INVOCATION_START)
         TRACKING.end("FINISHED")
     finally:
         _lifecycle.forget()

@@ -36,7 +36,7 @@ rule fa_lambda_figure:
 
 rule fa_robust_figure:
     input:
-        lambda w: files(w.study, main_runs(w.study), "attack/main/robust_accuracy.csv"),
+        lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "main"), "main", "robust_accuracy.csv"),
     output:
         png=report("results/{study}/figures/robust_accuracy_vs_radius.png", caption="../report/feature_averaging/robust_accuracy_vs_radius.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
@@ -46,7 +46,8 @@ rule fa_robust_figure:
     wildcard_constraints:
         study=FA_WILDCARDS["study"],
     params:
-        runs=lambda w: main_runs(w.study),
+        runs=lambda w: _fa.attack_runs(config, w.study, "main"),
+        readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         datasets=lambda w: {ds: dataset_config(ds) for ds in STUDIES[w.study]["datasets"]},
         model_kinds=model_kinds,
         plots=plot_params,
@@ -63,19 +64,22 @@ rule fa_robust_figure:
 
 rule fa_scaling_figure:
     input:
-        lambda w: files(w.study, _runs(_fa.scaling_runs(config, w.study)), "attack/scaling/robust_accuracy.csv"),
+        lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "scaling"), "scaling", "robust_accuracy.csv"),
     output:
         png=report("results/{study}/figures/critical_radius_scaling.png", caption="../report/feature_averaging/critical_radius_scaling.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/critical_radius_scaling.pdf",
         csv="results/{study}/figures/critical_radius_scaling.csv",
+        slopes_csv="results/{study}/figures/scaling_summary.csv",
+        slopes_md="results/{study}/figures/scaling_summary.md",
     log:
         "results/logs/figures/{study}/critical_radius_scaling.log",
     wildcard_constraints:
         study=FA_WILDCARDS["study"],
     params:
-        runs=lambda w: _runs(_fa.scaling_runs(config, w.study)),
+        runs=lambda w: _fa.attack_runs(config, w.study, "scaling"),
+        readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         datasets=lambda w: {r[0]: dataset_config(r[0]) for r in _fa.scaling_runs(config, w.study)},
-        key=lambda w: STUDIES[w.study]["scaling"]["key"],
+        sweeps=lambda w: _fa.sweep_datasets(config, STUDIES[w.study]),
         model_kinds=model_kinds,
         plots=plot_params,
         code=code("fa_scaling_figure"),
@@ -91,7 +95,7 @@ rule fa_scaling_figure:
 
 rule fa_summary_table:
     input:
-        attack=lambda w: files(w.study, main_runs(w.study), "attack/main/summary.json"),
+        attack=lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "main"), "main", "summary.json"),
         analysis=lambda w: files(w.study, _runs(trained_runs(w.study)), "analysis/summary.json"),
         decomposition=lambda w: files(w.study, _fa.decomposed_runs(config, w.study), "analysis/decomposition.json"),
     output:
@@ -102,7 +106,8 @@ rule fa_summary_table:
     wildcard_constraints:
         study=FA_WILDCARDS["study"],
     params:
-        attack_runs=lambda w: main_runs(w.study),
+        attack_runs=lambda w: _fa.attack_runs(config, w.study, "main"),
+        readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         analysis_runs=lambda w: _runs(trained_runs(w.study)),
         decomposed_runs=lambda w: _fa.decomposed_runs(config, w.study),
         model_kinds=model_kinds,

@@ -7,7 +7,7 @@ IMAGE_WILDCARDS = dict(study=_alternatives(studies_of("feature_averaging_images"
 
 rule images_robust_figure:
     input:
-        lambda w: files(w.study, main_runs(w.study), "attack/main/robust_accuracy.csv"),
+        lambda w: readout_files(w.study, readout_runs(w.study, main_runs(w.study)), "main", "robust_accuracy.csv"),
     output:
         png=report("results/{study}/figures/robust_accuracy_vs_radius.png", caption="../report/feature_averaging_images/robust_accuracy_vs_radius.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
@@ -17,7 +17,8 @@ rule images_robust_figure:
     wildcard_constraints:
         study=IMAGE_WILDCARDS["study"],
     params:
-        runs=lambda w: main_runs(w.study),
+        runs=lambda w: readout_runs(w.study, main_runs(w.study)),
+        readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         plots=plot_params,
         code=code("images_robust_figure"),
     conda:
@@ -28,7 +29,7 @@ rule images_robust_figure:
 
 rule images_summary_table:
     input:
-        attack=lambda w: files(w.study, main_runs(w.study), "attack/main/robust_accuracy.csv"),
+        attack=lambda w: readout_files(w.study, readout_runs(w.study, main_runs(w.study)), "main", "robust_accuracy.csv"),
         train=lambda w: files(w.study, main_runs(w.study), "metrics.json"),
     output:
         csv="results/{study}/figures/summary.csv",
@@ -38,7 +39,9 @@ rule images_summary_table:
     wildcard_constraints:
         study=IMAGE_WILDCARDS["study"],
     params:
+        attack_runs=lambda w: readout_runs(w.study, main_runs(w.study)),
         runs=lambda w: main_runs(w.study),
+        readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         report_radii=lambda w: {d: [float(r) for r in v] for d, v in STUDIES[w.study]["report_radii"].items()},
         paper_tasks=lambda w: dict(STUDIES[w.study]["paper_tasks"]),
         code=code("images_summary_table"),

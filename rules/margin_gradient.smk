@@ -1,6 +1,7 @@
 # Margin vs input gradient per test point (issue 11 section 2) for the feature-averaging
-# studies: every trained and reference net of the study, each binary readout, one figure +
-# the per-point CSV + a per-(net, readout, seed) summary the claims ledger reads. Uses the
+# studies (part of their outputs, so of the default target): every trained and reference
+# net of the study, each binary readout, one figure + the per-point CSV + a per-(net,
+# readout, seed) summary the claims ledger reads. Uses the
 # study's attacks (those that apply to each supervision, judged on the binary task) on a
 # fine radius grid (ibrobust.analysis.margin_gradient.MarginGradientConfig defaults).
 
@@ -23,10 +24,12 @@ rule fa_margin_gradient:
         attacks=lambda w: {sup: {n: config["attacks"][n] for n in STUDIES[w.study]["attacks"]
                                  if attack_applies(config["attacks"][n], sup, "binary")}
                            for sup in ("binary", "multiclass")},
-        readouts=lambda w: list(STUDIES[w.study].get("readouts") or [STUDIES[w.study].get("readout") or "sum"]),
+        readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         radius_max=lambda w: max(float(r) for r in STUDIES[w.study]["radii"]),
         dataset=lambda w: dataset_config(STUDIES[w.study]["datasets"][0]),
-        settings={},
+        # breaking radii on 64 steps up to the study's largest radius (0.5 at FA's 32; a
+        # fixed step would leave 3 radii on PRELU-scale grids such as fa_prelu's 1.5)
+        settings=lambda w: {"radius_step": round(max(float(r) for r in STUDIES[w.study]["radii"]) / 64, 9)},
         plots=plot_params,
         # the script, plus the model and attack kinds it loads on demand
         code=lambda w: code(

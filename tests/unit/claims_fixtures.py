@@ -52,10 +52,23 @@ def fa_summary(
     cosine_binary=(0.44, 0.45, 0.43),
     residual=1e-5,
     dataset="clusters_d1000",
+    readouts=("sum", "argmax", "log_odds"),
 ) -> pd.DataFrame:
     """Rows as fa_summary_table writes them: ``multiclass`` is the worst case of the k-class
     nets; its PGD-margin radius (``multiclass_margin``, default = the worst case) and a
-    PGD-CE radius 1.5x larger."""
+    PGD-CE radius 1.5x larger; every row once per readout (the same numbers under each;
+    ``readouts=None``: no readout column, the summaries before readouts were a list)."""
+    rows = _fa_rows(binary, multiclass, multiclass_margin, reference, fa_binary, fa_multi,
+                    cosine_binary, residual, dataset)  # fmt: skip
+    if readouts is None:
+        return rows
+    return pd.concat([rows.assign(readout=ro) for ro in readouts], ignore_index=True)
+
+
+def _fa_rows(
+    binary, multiclass, multiclass_margin, reference, fa_binary, fa_multi, cosine_binary,
+    residual, dataset,
+) -> pd.DataFrame:  # fmt: skip
     mm = multiclass if multiclass_margin is None else multiclass_margin
     rows = []
     for s, (rb, rm, rmm, rr) in enumerate(zip(binary, multiclass, mm, reference, strict=True)):
@@ -110,28 +123,38 @@ def fa_summary(
     return pd.DataFrame(rows)
 
 
-def fa_scaling(slope: float = -0.5, d: int = 1000, seeds=(0, 1)) -> pd.DataFrame:
-    """Rows as fa_scaling_figure writes them: binary radius = sqrt(d) k^slope."""
+def fa_scaling(
+    slope: float = -0.5, d: int = 1000, seeds=(0, 1), slope_d: float = 0.5
+) -> pd.DataFrame:
+    """Rows as fa_scaling_figure writes them (ibrobust.experiments.fa_scaling.scaling_table):
+    sweep over k at d: binary radius = sqrt(d) k^slope; sweep over d at k = 10: binary radius
+    = d^slope_d / sqrt(10); the 2-class rows repeat under each readout."""
     rows = []
+    points = [("k", k, d, k, d**0.5 * k**slope) for k in (2, 4, 10, 20)]
+    points += [("d", dd, dd, 10, dd**slope_d / 10**0.5) for dd in (250, 500, 1000, 2000)]
     for seed in seeds:
-        for k in (2, 4, 10, 20):
-            for label, r in (("binary", d**0.5 * k**slope), ("robust reference", float("nan"))):
-                rows.append(
-                    dict(
-                        dataset=f"clusters_d1000@k={k}",
-                        model="two_layer_m5",
-                        optimizer="gd",
-                        supervision="binary",
-                        seed=seed,
-                        label=label,
-                        value=k,
-                        d=d,
-                        k=k,
-                        critical_radius=r,
-                        sqrt_d_over_k=(d / k) ** 0.5,
-                        sqrt_d=d**0.5,
+        for key, value, dd, k, rb in points:
+            for label, r in (("binary", rb), ("robust reference", float("nan"))):
+                for readout in ("sum", "argmax", "log_odds"):
+                    rows.append(
+                        dict(
+                            key=key,
+                            dataset=f"clusters_d1000@{key}={value}",
+                            model="two_layer_m5",
+                            optimizer="gd",
+                            supervision="binary",
+                            seed=seed,
+                            readout=readout,
+                            label=label,
+                            value=value,
+                            d=dd,
+                            k=k,
+                            critical_radius=r,
+                            sqrt_d_over_k=(dd / k) ** 0.5,
+                            half_sqrt_d=dd**0.5 / 2,
+                            sqrt_half_d=(dd / 2) ** 0.5,
+                        )
                     )
-                )
     return pd.DataFrame(rows)
 
 

@@ -143,13 +143,16 @@ def test_fa_claims_on_a_feature_averaging_run(tmp_path):
         "fa.cosine_blocks",
         "fa.span_residual",
         "fa.scaling_slope",
-        "fa.ce_over_margin",
+        "fa.scaling_slope_d",
     ):
         assert verdicts(df, "fa", id_) == [HOLDS], id_
+    # one row per binary readout of the study (config.yaml: sum, argmax, log_odds)
+    assert verdicts(df, "fa", "fa.ce_over_margin") == [HOLDS] * 3
     ref = df.loc[("fa", "fa.reference_radius")].iloc[0]
     # robust on the whole grid: the grid's top (32) / sqrt(1000), flagged as a lower bound
     assert ref.ours_mean == pytest.approx(32 / math.sqrt(1000)) and ref.lower_bound
     assert df.loc[("fa", "fa.scaling_slope")].iloc[0].ours_mean == pytest.approx(-0.5)
+    assert df.loc[("fa", "fa.scaling_slope_d")].iloc[0].ours_mean == pytest.approx(0.5)
     # a cosine block at 0.3 x sqrt(5) = 0.67 of theory: weaker; an index of 0.3: not averaging
     df = ledger(
         tmp_path,
@@ -175,12 +178,12 @@ def test_fa_scaling_slope_that_does_not_fall(tmp_path):
 def test_readouts_the_summary_does_not_have_are_not_run(tmp_path):
     cfg = default_config()
     cfg["studies"]["fa"]["readouts"] = ["sum", "argmax"]
-    df = ledger(tmp_path, cfg, {FA: fa_summary()})
+    df = ledger(tmp_path, cfg, {FA: fa_summary(readouts=None)})
     rows = by_readout(df, "fa.kclass_over_binary")
     assert rows.verdict.to_dict() == {"sum": HOLDS, "argmax": NOT_RUN}
     assert "no 'readout' column" in rows.reason["argmax"]
     # with a readout column, each readout is judged on its own rows
-    summary = fa_summary()
+    summary = fa_summary(readouts=None)
     argmax = summary[summary.setting == "multiclass"].assign(**{"critical_radius.worst": 11.0})
     summary = pd.concat([summary.assign(readout="sum"), argmax.assign(readout="argmax")])
     df = ledger(tmp_path, cfg, {FA: summary})
@@ -199,7 +202,7 @@ def test_not_run_reasons(tmp_path):
     cfg = default_config(fa_images=False)
     df = ledger(tmp_path, cfg, {FA: fa_summary()}).reset_index()
     images = df[df.study == "fa_images"]
-    assert len(images) == 4 and set(images.verdict) == {NOT_RUN}
+    assert len(images) == 4 * 3 and set(images.verdict) == {NOT_RUN}  # x 3 readouts
     assert set(images.reason) == {"study disabled (enabled: false)"}
     scaling = df[df.id == "fa.scaling_slope"].iloc[0]
     assert scaling.verdict == NOT_RUN and "critical_radius_scaling.csv" in scaling.reason

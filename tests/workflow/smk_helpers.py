@@ -50,46 +50,64 @@ REPO_FILES = [
 ]
 
 # Every declared output of Study FA (rules/targets.smk: study_outputs("fa")).
-FIGURES = ["cosine_heatmaps", "lambda_trajectories", "robust_accuracy_vs_radius"]
+FIGURES = [
+    "cosine_heatmaps",
+    "lambda_trajectories",
+    "robust_accuracy_vs_radius",
+    "margin_gradient",
+]
 FIGURES_WITH_SCALING = [*FIGURES, "critical_radius_scaling"]
+READOUTS = ["sum", "argmax", "log_odds"]  # config.yaml's fa.readouts (tiny.yaml keeps them)
 
 # Jobs of the tiny config (tests/workflow/configs/tiny.yaml, overlaid on config.yaml),
 # derived by hand:
 #   Study fa = 1 dataset (tiny_clusters, d=40 k=4) x 1 model x 1 optimizer
 #              x 2 supervisions (binary, multiclass) x 2 seeds (0, 1); reference
-#              robust_reference (optimizer "handbuilt", supervision binary) per seed.
-#   Scaling sweep over k in [2, 4], seeds [0]: k=4 is the base dataset itself (its jobs
-#              are reused), k=2 is the variant dataset "tiny_clusters@k=2".
-#   dataset: tiny_clusters seeds 0, 1 + tiny_clusters@k=2 seed 0                  =  3
+#              robust_reference (optimizer "handbuilt", supervision binary) per seed;
+#              the k-class nets are read through 3 binary readouts (sum, argmax, log_odds).
+#   Scaling sweeps over k in [2, 4] and d in [20, 40], seeds [0]: k=4 and d=40 are the base
+#              dataset itself (its jobs are reused); "tiny_clusters@k=2" and
+#              "tiny_clusters@d=20" are the variants.
+#   dataset: tiny_clusters seeds 0, 1 + the two variants, seed 0                  =  4
 #   train:  main: 2 sup x 2 seeds = 4 trained + 2 references                      =  6
-#           scaling: 2 datasets x seed 0 x (2 trained + 1 reference) = 6, of which
-#           the 3 on tiny_clusters seed 0 are the main runs already               = +3 -> 9
+#           scaling: 3 datasets x seed 0 x (2 trained + 1 reference) = 9, of which
+#           the 3 on tiny_clusters seed 0 are the main runs already               = +6 -> 12
 #   analyze: cosines of every trained (not reference) main run (summary table; the
 #           cosine figure needs the seed-0 subset)                                 =  4
 #   decompose: lambda decomposition of the same 4 two-layer runs                   =  4
-#   attack: grid main: the 6 main runs; grid scaling: the 6 scaling runs (their own
-#           outputs, also for the shared tiny_clusters seed-0 models)              = 12
+#   attack (a model's own score: 2-class nets and references): grid main 2 + 2;
+#           grid scaling 3 datasets x (1 + 1)                                      = 10
+#   attack_readout (k-class nets x 3 readouts): grid main 2 seeds x 3; grid
+#           scaling 3 datasets x 3                                                 = 15
 #   cosine_figure, fa_lambda_figure, fa_robust_figure, fa_scaling_figure,
-#   fa_summary_table: one each for study fa                                        =  5
+#   fa_margin_gradient, fa_summary_table: one each for study fa                   =  6
 #   claims: the claims ledger over the study's summaries                           =  1
 #   all                                                                            =  1
-#   total                                                                          = 39
+#   total                                                                          = 57
 EXPECTED_JOBS = Counter(
-    dataset=3,
-    train=9,
+    dataset=4,
+    train=12,
     analyze=4,
     decompose=4,
-    attack=12,
+    attack=10,
+    attack_readout=15,
     cosine_figure=1,
     fa_lambda_figure=1,
     fa_robust_figure=1,
     fa_scaling_figure=1,
+    fa_margin_gradient=1,
     fa_summary_table=1,
     claims=1,
     all=1,
 )
 
-FIGURE_RULES = ["cosine_figure", "fa_lambda_figure", "fa_robust_figure", "fa_scaling_figure"]
+FIGURE_RULES = [
+    "cosine_figure",
+    "fa_lambda_figure",
+    "fa_robust_figure",
+    "fa_scaling_figure",
+    "fa_margin_gradient",
+]
 
 
 @dataclass

@@ -19,14 +19,26 @@ def test_ledger_builds_from_the_summaries_and_reruns_alone_on_a_claim_edit(state
 
     ledger = pd.read_csv(state_copy / "results" / "claims" / "claims.csv")
     fa = ledger[ledger.study == "fa"].set_index("id")
-    # the tiny study has every FA output the ledger reads except the margin-gradient view
+    # the tiny study has every FA output the ledger reads, the margin-gradient view included
     ran = fa[fa.verdict != "not run"]
-    assert {"fa.binary_radius", "fa.kclass_over_binary", "fa.scaling_slope"} <= set(ran.index)
+    assert {
+        "fa.binary_radius",
+        "fa.kclass_over_binary",
+        "fa.scaling_slope",
+        "fa.scaling_slope_d",
+        "fa.gradient_per_margin",
+    } <= set(ran.index)
     assert (ran.n > 0).all() and ran.ours_mean.notna().all()
-    assert "margin_gradient_summary.csv" in fa.loc["fa.gradient_per_margin", "reason"]
+    # one k-class row per readout of the study
+    assert set(fa.loc["fa.kclass_over_binary", "setting"].str.rsplit(" ", n=1).str[-1]) == {
+        "sum",
+        "argmax",
+        "log_odds",
+    }
     others = ledger[ledger.study != "fa"]
     assert (others.verdict == "not run").all()
-    assert set(others.reason) == {"study disabled (enabled: false)"}
+    # tiny.yaml sets only_studies: [fa]; the reason says so (not "disabled")
+    assert set(others.reason) == {"not in only_studies ['fa'] (this invocation builds only those)"}
     assert (
         (state_copy / "results" / "claims" / "claims.md").read_text().startswith("# Claims ledger")
     )

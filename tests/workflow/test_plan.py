@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from smk_helpers import EXPECTED_JOBS, TINY, parse_dry_run, snakemake, write_yaml
+from smk_helpers import EXPECTED_JOBS, READOUTS, TINY, parse_dry_run, snakemake, write_yaml
 
 pytestmark = pytest.mark.workflow
 
@@ -21,16 +21,38 @@ def test_lint(tmp_path):
 def test_dry_run_plans_every_rule(tmp_path):
     plan = parse_dry_run(snakemake(tmp_path, "-n", timeout=120))
     assert plan.stats == EXPECTED_JOBS
-    assert sum(plan.stats.values()) == 39
+    assert sum(plan.stats.values()) == 57
     grids = Counter(j.wildcards["grid"] for j in plan.of("attack"))
-    assert grids == {"main": 6, "scaling": 6}
+    assert grids == {"main": 4, "scaling": 6}
+    # only k-class nets are attacked per readout; 2-class nets and references once
+    assert {j.wildcards["supervision"] for j in plan.of("attack")} == {"binary"}
+    by_readout = Counter(
+        (j.wildcards["grid"], j.wildcards["readout"]) for j in plan.of("attack_readout")
+    )
+    assert by_readout == {(g, r): n for g, n in (("main", 2), ("scaling", 3)) for r in READOUTS}
+    assert {j.wildcards["supervision"] for j in plan.of("attack_readout")} == {"multiclass"}
     datasets = Counter(j.wildcards["dataset"] for j in plan.of("dataset"))
-    assert datasets == {"tiny_clusters": 2, "tiny_clusters@k=2": 1}
+    assert datasets == {"tiny_clusters": 2, "tiny_clusters@k=2": 1, "tiny_clusters@d=20": 1}
     refs = [j for j in plan.of("train") if j.wildcards["model"] == "robust_reference"]
-    assert len(refs) == 3 and all(j.wildcards["optimizer"] == "handbuilt" for j in refs)
+    assert len(refs) == 4 and all(j.wildcards["optimizer"] == "handbuilt" for j in refs)
     assert all(j.wildcards["model"] == "two_layer_m2" for j in plan.of("analyze"))
     assert all(j.wildcards["model"] == "two_layer_m2" for j in plan.of("decompose"))
     assert not (tmp_path / "results").exists(), "a dry run must not write results"
+
+
+def test_readouts_list_multiplies_only_k_class_attack_jobs(tmp_path):
+    """One readout or three: the same 2-class / reference attack jobs (same wildcards), and
+    one k-class attack job per readout; nothing upstream of the attacks changes."""
+    one = write_yaml(tmp_path / "one.yaml", {"studies": {"fa": {"readouts": ["argmax"]}}})
+    few = parse_dry_run(snakemake(tmp_path, "-n", configfiles=(TINY, one), timeout=120))
+    full = parse_dry_run(snakemake(tmp_path, "-n", timeout=120))
+    assert few.stats - Counter(attack_readout=5) == full.stats - Counter(attack_readout=15)
+    assert {j.wildcards["readout"] for j in few.of("attack_readout")} == {"argmax"}
+
+    def own(plan):
+        return sorted(tuple(sorted(j.wildcards.items())) for j in plan.of("attack"))
+
+    assert own(few) == own(full)
 
 
 # (id, overlay on tiny.yaml, offending key path the message must name, message fragment)
@@ -90,10 +112,10 @@ MALFORMED = [
         "not a setting of kind 'two_layer'",
     ),
     (
-        "scaling-key-enum",
-        {"studies": {"fa": {"scaling": {"key": "n_test"}}}},
-        "studies.fa.scaling.key",
-        "'n_test' is not one of",
+        "scaling-key-unknown",
+        {"studies": {"fa": {"scaling": {"sweeps": {"n_test": [100, 200]}}}}},
+        "studies.fa.scaling.sweeps.n_test",
+        "unknown key",
     ),
     (
         "dataset-without-kind",
@@ -123,8 +145,8 @@ MALFORMED = [
     ),
     (
         "scaling-k-not-integer",
-        {"studies": {"fa": {"scaling": {"values": [2, 2.5]}}}},
-        "studies.fa.scaling.values[1]",
+        {"studies": {"fa": {"scaling": {"sweeps": {"k": [2, 2.5]}}}}},
+        "studies.fa.scaling.sweeps.k[1]",
         "integer",
     ),
     (

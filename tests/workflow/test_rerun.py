@@ -35,13 +35,41 @@ def test_radii_change_reruns_main_attacks_only(state_copy, tmp_path):
         tmp_path / "radii.yaml", {"studies": {"fa": {"radii": [0.0, 1.0, 2.0, 3.0, 5.0]}}}
     )
     plan = parse_dry_run(snakemake(state_copy, "-n", configfiles=(TINY, overlay)))
-    # 6 main-grid attacks (4 trained + 2 reference); the scaling grid uses
-    # radius_fractions, not radii; then only what reads attack/main outputs.
-    assert plan.stats == Counter(attack=6, fa_robust_figure=1, fa_summary_table=1, claims=1, all=1)
+    # main-grid attacks: 2 binary + 2 reference nets once, 2 k-class nets x 3 readouts; the
+    # scaling grid uses radius_fractions, not radii; then only what reads attack/main outputs
+    # (and the margin-gradient view, whose radius grid ends at the largest radius)
+    assert plan.stats == Counter(
+        attack=4,
+        attack_readout=6,
+        fa_robust_figure=1,
+        fa_summary_table=1,
+        fa_margin_gradient=1,
+        claims=1,
+        all=1,
+    )
     assert not UPSTREAM & set(plan.stats)
-    for job in plan.of("attack"):
+    for job in plan.of("attack") + plan.of("attack_readout"):
         assert job.wildcards["grid"] == "main", job
         assert job.reason.startswith("Params have changed"), job
+
+
+def test_readouts_change_reruns_no_training_and_no_2_class_attack(state_copy, tmp_path):
+    """Dropping a readout (and reordering) reruns figures, summaries and the ledger only: the
+    remaining readouts' attack jobs and the 2-class ones are untouched."""
+    overlay = write_yaml(
+        tmp_path / "readouts.yaml", {"studies": {"fa": {"readouts": ["argmax", "sum"]}}}
+    )
+    plan = parse_dry_run(snakemake(state_copy, "-n", configfiles=(TINY, overlay)))
+    assert plan.stats == Counter(
+        fa_robust_figure=1,
+        fa_scaling_figure=1,
+        fa_summary_table=1,
+        fa_margin_gradient=1,
+        claims=1,
+        all=1,
+    )
+    for rule in ("fa_robust_figure", "fa_scaling_figure", "fa_summary_table"):
+        assert plan.of(rule)[0].reason.startswith(("Params have changed", "Set of input")), rule
 
 
 def test_plot_option_change_reruns_only_figures(state_copy, tmp_path):
@@ -77,32 +105,43 @@ def test_plot_option_change_reruns_only_figures(state_copy, tmp_path):
 
 # edited module -> exact job counts it must trigger (from each script's import closure)
 LIBRARY_EDITS = {
-    # imported by the four figure scripts only (not by fa_summary_table)
-    "plotting/fa.py": Counter({**dict.fromkeys(FIGURE_RULES, 1), **LEDGER, "all": 1}),
-    # imported by attack.py (through attacks.suite): both grids, then their readers
+    # imported by the four FA figure scripts only (not by fa_summary_table, nor by the
+    # margin-gradient view, which draws with plotting/margin_gradient.py)
+    "plotting/fa.py": Counter({**dict.fromkeys(FIGURE_RULES[:4], 1), **LEDGER, "all": 1}),
+    # imported by attack.py (through attacks.suite) and the margin-gradient view: both grids
+    # (10 own-score + 15 per-readout jobs), then their readers
     "attacks/pgd.py": Counter(
-        attack=12, fa_robust_figure=1, fa_scaling_figure=1, fa_summary_table=1, claims=1, all=1
+        attack=10,
+        attack_readout=15,
+        fa_robust_figure=1,
+        fa_scaling_figure=1,
+        fa_summary_table=1,
+        fa_margin_gradient=1,
+        claims=1,
+        all=1,
     ),
     # the training path of the trained two-layer nets (ibrobust.kinds.TRAINERS["gram_gd"]):
-    # their 6 train jobs (not the 3 hand-built references) and everything downstream of them
-    # (main grid: 4 attacks; scaling grid: 2 datasets x 2 supervisions = 4)
+    # their 8 train jobs (not the 4 hand-built references) and everything downstream of them
+    # (2-class: main 2 + scaling 3 attacks; k-class: (main 2 + scaling 3) x 3 readouts)
     "training/full_batch.py": Counter(
-        train=6,
+        train=8,
         analyze=4,
         decompose=4,
-        attack=8,
+        attack=5,
+        attack_readout=15,
         cosine_figure=1,
         fa_lambda_figure=1,
         fa_robust_figure=1,
         fa_scaling_figure=1,
+        fa_margin_gradient=1,
         fa_summary_table=1,
         claims=1,
         all=1,
     ),
 }
 DIRECT = {
-    "plotting/fa.py": FIGURE_RULES,
-    "attacks/pgd.py": ["attack"],
+    "plotting/fa.py": FIGURE_RULES[:4],
+    "attacks/pgd.py": ["attack", "attack_readout"],
     "training/full_batch.py": ["train"],
 }
 # modules of other kinds (ibrobust.kinds): loaded on demand, so the tiny Study FA (clusters,

@@ -30,23 +30,36 @@ CSV_COLUMNS = {
         "fa_index_mean",
         *RUN_KEYS,
     },
-    "robust_accuracy_vs_radius": {"attack", "eps", "robust_acc", "n", "model_kind", *RUN_KEYS},
+    "robust_accuracy_vs_radius": {
+        "attack",
+        "eps",
+        "robust_acc",
+        "n",
+        "model_kind",
+        "readout",
+        *RUN_KEYS,
+    },
     "critical_radius_scaling": {
+        "key",
         "label",
+        "readout",
         "value",
         "d",
         "k",
         "critical_radius",
         "sqrt_d_over_k",
-        "sqrt_d",
+        "half_sqrt_d",
+        "sqrt_half_d",
         *RUN_KEYS,
     },
+    "scaling_summary": {"key", "label", "readout", "slope", "slope.seed_mean", "values"},
     "summary": {
         "dataset",
         "model",
         "optimizer",
         "seed",
         "setting",
+        "readout",
         "clean_acc",
         "critical_radius.pgd_margin",
         "critical_radius.pgd_ce",
@@ -62,7 +75,8 @@ CSV_COLUMNS = {
 def test_every_declared_output(tiny_run):
     figs = tiny_run.results / "fa" / "figures"
     expected = {f"{n}{ext}" for n in FIGURES_WITH_SCALING for ext in (".png", ".pdf", ".csv")}
-    expected |= {"summary.csv", "summary.md"}
+    expected |= {"summary.csv", "summary.md", "scaling_summary.csv", "scaling_summary.md"}
+    expected |= {"margin_gradient_summary.csv"}
     present = {p.name for p in figs.iterdir() if p.is_file()}
     assert expected <= present, f"missing: {sorted(expected - present)}"
     for name in expected:
@@ -97,10 +111,15 @@ def test_csv_columns(tiny_run, name):
 def test_robust_accuracy_curves(tiny_run):
     df = pd.read_csv(tiny_run.results / "fa" / "figures" / "robust_accuracy_vs_radius.csv")
     assert df.robust_acc.between(0, 1).all()
-    # the 6 main runs: 2 supervisions x 2 seeds trained + the reference per seed
-    runs = df.groupby(RUN_KEYS).ngroups
-    assert runs == 6
-    for key, g in df.groupby(RUN_KEYS):
+    # the 6 main runs: 2 supervisions x 2 seeds trained + the reference per seed, each under
+    # 3 readouts (2-class and reference curves repeat under each: one score)
+    assert df.groupby(RUN_KEYS).ngroups == 6
+    assert df.groupby([*RUN_KEYS, "readout"]).ngroups == 18
+    one_score = df[df.supervision == "binary"].pivot_table(
+        index=[*RUN_KEYS, "attack", "eps"], columns="readout", values="robust_acc"
+    )
+    assert (one_score.nunique(axis=1) == 1).all()
+    for key, g in df.groupby([*RUN_KEYS, "readout"]):
         attacks = set(g.attack)
         expected = {"pgd_margin", "universal", "worst"}
         if key[3] == "multiclass":
@@ -114,7 +133,8 @@ def test_robust_accuracy_curves(tiny_run):
         others = wide.drop(columns="worst")
         assert (wide["worst"].values[:, None] <= others.values + 1e-12).all(), (key, wide)
     scaling = pd.read_csv(tiny_run.results / "fa" / "figures" / "critical_radius_scaling.csv")
-    assert set(scaling.value) == {2, 4}
+    assert set(scaling[scaling.key == "k"].value) == {2, 4}
+    assert set(scaling[scaling.key == "d"].value) == {20, 40}
     assert (scaling.critical_radius >= 0).all()
 
 

@@ -213,6 +213,31 @@ class WorkflowTracking:
             path.write_text(yaml.safe_dump(mask_value(self.config), sort_keys=False))
             retry(client.log_artifact, run_id, str(path))
 
+    def log_parent_artifacts(self, files: dict[str, str], since: float) -> None:
+        """Log ``files`` (path -> artifact folder) that this invocation wrote (modified at or
+        after ``since``) to the parent run, e.g. the claims ledger. Never fails the run: a
+        store error is one warning line."""
+        if not self.parent_run_id:
+            return
+        fresh = {
+            p: d for p, d in files.items() if Path(p).exists() and os.path.getmtime(p) >= since
+        }
+        if not fresh:
+            return
+        try:
+            from mlflow.tracking import MlflowClient
+
+            client = MlflowClient(tracking_uri=self.uri)
+            for path, folder in fresh.items():
+                retry(client.log_artifact, self.parent_run_id, path, folder)
+        except Exception as err:  # noqa: BLE001 - reported, never fatal
+            print(
+                f"ibrobust: WARNING: could not log {sorted(fresh)} to the parent MLflow run "
+                f"{self.parent_run_id}: {mask_secrets(str(err))}",
+                file=sys.stderr,
+                flush=True,
+            )
+
     def end(self, status: str, timeout: float = END_TIMEOUT) -> None:
         """Stop the collector, close the parent run (within ``timeout`` s, else spool the
         closing for the replay), then stop the run's tracking server."""

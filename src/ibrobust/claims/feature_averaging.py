@@ -1,10 +1,7 @@
 """Claims of Study FA (Li, Pan, Lyu, Li, ICLR 2025; SPEC.md "Study FA"), kind
-``feature_averaging``.
-
-Our numbers come from ``results/<study>/figures/summary.csv`` (one row per run and seed:
-``workflow_scripts/fa_summary_table.py``) and ``critical_radius_scaling.csv`` (one row per
-run of the scaling sweep). The column mapping of both files is :data:`SOURCES` and the
-constants below it: the one place to adapt when the summaries change.
+``feature_averaging``. Our numbers come from ``results/<study>/figures/summary.csv`` (one row
+per run, readout and seed; fa_index / residual_max only with two-layer nets) and
+``critical_radius_scaling.csv``; column mapping: :data:`SOURCES` (the one place to adapt).
 """
 
 from __future__ import annotations
@@ -50,8 +47,8 @@ SOURCES: dict[str, Source] = {
             Column("clean_acc", lo=0, hi=1),
             Column(WORST, lo=0, nan_ok=True),  # NaN: never fell to 50 % on the grid
             *(Column(radius_col(a), lo=0, nan_ok=True, required=False) for a in ATTACKS),
-            Column("fa_index", lo=0, hi=1, nan_ok=True),  # NaN for the reference net
-            Column("residual_max", lo=0, nan_ok=True),
+            Column("fa_index", lo=0, hi=1, nan_ok=True, required=False),
+            Column("residual_max", lo=0, nan_ok=True, required=False),
             Column("cosine_same_class_mean", lo=-1, hi=1, nan_ok=True),
         ),
         checks=(not_above(WORST, [radius_col(a) for a in ATTACKS], nan_is_inf=True),),
@@ -59,7 +56,7 @@ SOURCES: dict[str, Source] = {
     ),
     "scaling": Source(
         path="figures/critical_radius_scaling.csv",
-        keys={"label": (BINARY, MULTICLASS, REFERENCE)},
+        keys={"key": None, "label": (BINARY, MULTICLASS, REFERENCE), READOUT: None},
         numeric=(
             Column("seed", lo=0),
             Column("d", lo=1),
@@ -85,12 +82,8 @@ SOURCES: dict[str, Source] = {
 
 # ---- selections --------------------------------------------------------------------------
 def readouts_of(ctx: StudyContext) -> list[str]:
-    """The binary readouts the study evaluates (its ``readouts`` list, its single
-    ``readout``, or the legacy sum)."""
-    cfg = ctx.config
-    if cfg.get("readouts"):
-        return list(cfg["readouts"])
-    return [cfg.get("readout") or LEGACY_READOUT]
+    """The binary readouts the study evaluates (its ``readouts``; the legacy sum without)."""
+    return list(ctx.config.get("readouts") or [LEGACY_READOUT])
 
 
 def rows(df: pd.DataFrame, dataset: str, setting: str, readout: str | None = None) -> pd.DataFrame:
@@ -177,6 +170,8 @@ def column_of(dataset: str, settings: tuple[str, ...], col: str, scale: float = 
 
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         vals: list[float] = []
+        if col not in src["summary"]:
+            raise NotRun(f"the summary has no {col!r} (no two-layer net: no lambda decomposition)")
         for setting in settings:
             v = rows(src["summary"], dataset, setting)[col]
             if v.isna().any():
@@ -187,19 +182,23 @@ def column_of(dataset: str, settings: tuple[str, ...], col: str, scale: float = 
     return compute
 
 
-def scaling_slope(setting: str):
-    """Per seed: the least-squares slope of log(critical radius) on log(k) over the sweep
-    (values never falling to 50 % on the grid are left out; at least two k per seed)."""
+def scaling_slope(setting: str, key: str = "k"):
+    """Per seed: the least-squares slope of log(critical radius) on log(``key``) over that
+    sweep (values never falling to 50 % on the grid are left out; at least two per seed);
+    2-class nets have one score, so any readout's rows serve."""
 
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         df = src["scaling"]
-        df = df[(df["label"] == setting) & df["critical_radius"].notna()]
+        df = df[(df["key"] == key) & (df["label"] == setting) & df["critical_radius"].notna()]
+        df = df.drop_duplicates(["seed", "dataset"])
         slopes = []
         for _, g in df.groupby("seed"):
-            if g["k"].nunique() >= 2:
-                slopes.append(float(np.polyfit(np.log(g["k"]), np.log(g["critical_radius"]), 1)[0]))
+            if g[key].nunique() >= 2:
+                slopes.append(float(np.polyfit(np.log(g[key]), np.log(g["critical_radius"]), 1)[0]))
         if not slopes:
-            raise NotRun(f"fewer than two values of k with a {setting} critical radius per seed")
+            raise NotRun(
+                f"fewer than two values of {key} with a {setting} critical radius per seed"
+            )
         return Measurement(tuple(slopes))
 
     return compute
@@ -230,13 +229,16 @@ def first_order_ratio(dataset: str):
     return compute
 
 
-def _scaling_applies(ctx: StudyContext) -> str | None:
-    sc = ctx.config.get("scaling")
-    if sc is None:
-        return "the study has no scaling sweep"
-    if sc.get("key") != "k":
-        return f"the scaling sweep is over {sc.get('key')!r}, not k"
-    return None
+def _scaling_applies(key: str):
+    def applies(ctx: StudyContext) -> str | None:
+        sc = ctx.config.get("scaling")
+        if sc is None:
+            return "the study has no scaling sweep"
+        if key not in sc.get("sweeps", {}):
+            return f"the scaling sweeps are over {sorted(sc.get('sweeps', {}))}, not {key}"
+        return None
+
+    return applies
 
 
 # ---- the claims ----------------------------------------------------------------------------
@@ -246,113 +248,130 @@ def claims(ctx: StudyContext) -> list[Claim]:
     for ds in ctx.config["datasets"]:
         d, k = _dk(ctx, ds)
         tag = f"{ds} (d={d}, k={k})"
-        out += [
-            Claim(
-                id="fa.binary_radius",
-                setting=tag,
-                claim="GD on the 2-class labels learns the average of each class's features: "
-                "a non-robust net whose critical radius scales like sqrt(d/k).",
-                paper="100% robust accuracy to ~12, collapse by ~18 at d=3072, k=10 "
-                "(sqrt(d/k)=17.5)",
-                measure="critical_radius.worst (50% point of the worst case over attacks) of "
-                "the 2-class nets / sqrt(d/k), per seed",
-                rule=between("critical radius / sqrt(d/k)", (0.5, 1.5), (1 / 3, 2.0)),
-                compute=binary_over_theory(ds),
-            ),
-            Claim(
-                id="fa.reference_radius",
-                setting=tag,
-                claim="A robust network (one neuron per cluster, bias filtering the noise) "
-                "exists, with a radius of order sqrt(d).",
-                paper="Omega(sqrt(d)) (theory)",
-                measure="critical_radius.worst of the hand-built reference net / sqrt(d), "
-                "per seed (NaN = robust on the whole grid: the grid's top, a lower bound)",
-                rule=at_least("critical radius / sqrt(d)", 0.4, 0.25),
-                compute=reference_over_sqrt_d(ds),
-            ),
-            Claim(
-                id="fa.averaging_index",
-                setting=tag,
-                claim="2-class GD neurons average their class's features (feature-averaging "
-                "index second-largest / largest same-class lambda ~ 1).",
-                paper="~1 (Lemma: equal lambdas; cosine blocks ~0.40-0.48)",
-                measure="fa_index (final checkpoint, mean over neurons) of the 2-class nets",
-                rule=at_least("fa_index", 0.8, 0.5),
-                compute=column_of(ds, (BINARY,), "fa_index"),
-            ),
-            Claim(
-                id="fa.decoupling_index",
-                setting=tag,
-                claim="k-class training makes neurons decouple onto single features "
-                "(feature-averaging index ~ 0).",
-                paper="near-diagonal 10-class cosine matrix",
-                measure="fa_index of the k-class nets",
-                rule=at_most("fa_index", 0.2, 0.5),
-                compute=column_of(ds, (MULTICLASS,), "fa_index"),
-            ),
-            Claim(
-                id="fa.cosine_blocks",
-                setting=tag,
-                claim="The 2-class cosine matrix cos(w, mu_j) has two blocks at ~1/sqrt(k/2).",
-                paper="0.40-0.48 at k=10 (1/sqrt(5) = 0.447)",
-                measure="cosine_same_class_mean of the 2-class nets x sqrt(k/2) (1 = theory)",
-                rule=between("cosine x sqrt(k/2)", (0.89, 1.07), (0.67, 1.34)),
-                compute=column_of(ds, (BINARY,), "cosine_same_class_mean", math.sqrt(k / 2)),
-            ),
-            Claim(
-                id="fa.span_residual",
-                setting=tag,
-                claim="GD never leaves span{mu_j, xi_i}: the lambda decomposition's relative "
-                "residual is tiny.",
-                paper="0 (Lemma)",
-                measure="residual_max (largest relative residual over neurons and "
-                "checkpoints), every trained net",
-                rule=at_most("residual_max", 1e-3, 1e-2),
-                compute=column_of(ds, (BINARY, MULTICLASS), "residual_max"),
-            ),
-        ]
+        out += _radius_claims(ds, tag) + _feature_claims(ds, tag, k)
         for ro in readouts_of(ctx):
-            out += [
-                Claim(
-                    id="fa.kclass_over_binary",
-                    setting=f"{tag}, readout {ro}",
-                    claim="Training on the fine cluster labels (k-class) makes the net more "
-                    "robust than 2-class training.",
-                    paper="critical radius ~34 vs ~12: ratio ~2.5-3 (theory sqrt(k) = 3.16)",
-                    measure="critical_radius.worst of the k-class net (this readout) / of the "
-                    "2-class net, same seed",
-                    rule=at_least("ratio", 1.5, 1.0),
-                    compute=kclass_over_binary(ds, ro),
-                ),
-                Claim(
-                    id="fa.ce_over_margin",
-                    setting=f"{tag}, readout {ro}",
-                    claim="PGD on the binary readout's margin understates the k-class net's "
-                    "robustness relative to PGD on the fine-label cross-entropy "
-                    "(third-party reproduction).",
-                    paper="qualitative (reproduction: CE restores the paper's ordering)",
-                    measure="critical_radius.pgd_ce / critical_radius.pgd_margin of the k-class "
-                    "nets",
-                    rule=at_least("ratio", 1.2, 1.0),
-                    compute=ce_over_margin(ds, ro),
-                ),
-            ]
-        out.append(
-            Claim(
-                id="fa.gradient_per_margin",
-                setting=tag,
-                claim="A feature-averaging net has a margin like a robust net's but a much "
-                "larger input gradient (every same-class neuron fires), so a smaller "
-                "first-order distance q / ||grad_x q|| to its boundary.",
-                paper="qualitative (talks; theory sqrt(2d/k) vs ~sqrt(d)/2 for clean points)",
-                measure="median over test points of q / ||grad_x q|| (q = y F(x)) of the "
-                "robust reference / of the 2-class net, same seed",
-                rule=at_least("ratio", 1.5, 1.0),
-                compute=first_order_ratio(ds),
-                sources=("margin_gradient",),
-            )
-        )
-    out.append(
+            out += _readout_claims(ds, f"{tag}, readout {ro}", ro)
+        out.append(_gradient_claim(ds, tag))
+    return out + _scaling_claims()
+
+
+def _radius_claims(ds: str, tag: str) -> list[Claim]:
+    return [
+        Claim(
+            id="fa.binary_radius",
+            setting=tag,
+            claim="GD on the 2-class labels learns the average of each class's features: "
+            "a non-robust net whose critical radius scales like sqrt(d/k).",
+            paper="100% robust accuracy to ~12, collapse by ~18 at d=3072, k=10 (sqrt(d/k)=17.5)",
+            measure="critical_radius.worst (50% point of the worst case over attacks) of "
+            "the 2-class nets / sqrt(d/k), per seed",
+            rule=between("critical radius / sqrt(d/k)", (0.5, 1.5), (1 / 3, 2.0)),
+            compute=binary_over_theory(ds),
+        ),
+        Claim(
+            id="fa.reference_radius",
+            setting=tag,
+            claim="A robust network (one neuron per cluster, bias filtering the noise) "
+            "exists, with a radius of order sqrt(d).",
+            paper="Omega(sqrt(d)) (theory)",
+            measure="critical_radius.worst of the hand-built reference net / sqrt(d), "
+            "per seed (NaN = robust on the whole grid: the grid's top, a lower bound)",
+            rule=at_least("critical radius / sqrt(d)", 0.4, 0.25),
+            compute=reference_over_sqrt_d(ds),
+        ),
+    ]
+
+
+def _feature_claims(ds: str, tag: str, k: int) -> list[Claim]:
+    return [
+        Claim(
+            id="fa.averaging_index",
+            setting=tag,
+            claim="2-class GD neurons average their class's features (feature-averaging "
+            "index second-largest / largest same-class lambda ~ 1).",
+            paper="~1 (Lemma: equal lambdas; cosine blocks ~0.40-0.48)",
+            measure="fa_index (final checkpoint, mean over neurons) of the 2-class nets",
+            rule=at_least("fa_index", 0.8, 0.5),
+            compute=column_of(ds, (BINARY,), "fa_index"),
+        ),
+        Claim(
+            id="fa.decoupling_index",
+            setting=tag,
+            claim="k-class training makes neurons decouple onto single features "
+            "(feature-averaging index ~ 0).",
+            paper="near-diagonal 10-class cosine matrix",
+            measure="fa_index of the k-class nets",
+            rule=at_most("fa_index", 0.2, 0.5),
+            compute=column_of(ds, (MULTICLASS,), "fa_index"),
+        ),
+        Claim(
+            id="fa.cosine_blocks",
+            setting=tag,
+            claim="The 2-class cosine matrix cos(w, mu_j) has two blocks at ~1/sqrt(k/2).",
+            paper="0.40-0.48 at k=10 (1/sqrt(5) = 0.447)",
+            measure="cosine_same_class_mean of the 2-class nets x sqrt(k/2) (1 = theory)",
+            rule=between("cosine x sqrt(k/2)", (0.89, 1.07), (0.67, 1.34)),
+            compute=column_of(ds, (BINARY,), "cosine_same_class_mean", math.sqrt(k / 2)),
+        ),
+        Claim(
+            id="fa.span_residual",
+            setting=tag,
+            claim="GD never leaves span{mu_j, xi_i}: the lambda decomposition's relative "
+            "residual is tiny.",
+            paper="0 (Lemma)",
+            measure="residual_max (largest relative residual over neurons and "
+            "checkpoints), every trained net",
+            rule=at_most("residual_max", 1e-3, 1e-2),
+            compute=column_of(ds, (BINARY, MULTICLASS), "residual_max"),
+        ),
+    ]
+
+
+def _readout_claims(ds: str, setting: str, ro: str) -> list[Claim]:
+    return [
+        Claim(
+            id="fa.kclass_over_binary",
+            setting=setting,
+            claim="Training on the fine cluster labels (k-class) makes the net more "
+            "robust than 2-class training.",
+            paper="critical radius ~34 vs ~12: ratio ~2.5-3 (theory sqrt(k) = 3.16)",
+            measure="critical_radius.worst of the k-class net (this readout, worst case over "
+            "its attacks) / of the 2-class net, same seed",
+            rule=at_least("ratio", 1.5, 1.0),
+            compute=kclass_over_binary(ds, ro),
+        ),
+        Claim(
+            id="fa.ce_over_margin",
+            setting=setting,
+            claim="PGD on the binary readout's margin understates the k-class net's "
+            "robustness relative to PGD on the fine-label cross-entropy "
+            "(third-party reproduction).",
+            paper="qualitative (reproduction: CE restores the paper's ordering)",
+            measure="critical_radius.pgd_ce / critical_radius.pgd_margin of the k-class nets",
+            rule=at_least("ratio", 1.2, 1.0),
+            compute=ce_over_margin(ds, ro),
+        ),
+    ]
+
+
+def _gradient_claim(ds: str, tag: str) -> Claim:
+    return Claim(
+        id="fa.gradient_per_margin",
+        setting=tag,
+        claim="A feature-averaging net has a margin like a robust net's but a much "
+        "larger input gradient (every same-class neuron fires), so a smaller "
+        "first-order distance q / ||grad_x q|| to its boundary.",
+        paper="qualitative (talks; theory sqrt(2d/k) vs ~sqrt(d)/2 for clean points)",
+        measure="median over test points of q / ||grad_x q|| (q = y F(x)) of the "
+        "robust reference / of the 2-class net, same seed",
+        rule=at_least("ratio", 1.5, 1.0),
+        compute=first_order_ratio(ds),
+        sources=("margin_gradient",),
+    )
+
+
+def _scaling_claims() -> list[Claim]:
+    return [
         Claim(
             id="fa.scaling_slope",
             setting="scaling sweep over k, 2-class nets",
@@ -361,9 +380,20 @@ def claims(ctx: StudyContext) -> list[Claim]:
             measure="per seed, the least-squares slope of log critical radius on log k "
             "(critical_radius_scaling.csv; k whose radius is off the grid left out)",
             rule=between("slope", (-0.7, -0.3), (-1.0, -0.1)),
-            compute=scaling_slope(BINARY),
+            compute=scaling_slope(BINARY, "k"),
             sources=("scaling",),
-            applies=_scaling_applies,
-        )
-    )
-    return out
+            applies=_scaling_applies("k"),
+        ),
+        Claim(
+            id="fa.scaling_slope_d",
+            setting="scaling sweep over d, 2-class nets",
+            claim="The 2-class net's critical radius follows sqrt(d/k) as d grows at fixed k.",
+            paper="slope 1/2 in log d (theory sqrt(d/k))",
+            measure="per seed, the least-squares slope of log critical radius on log d "
+            "(critical_radius_scaling.csv; d whose radius is off the grid left out)",
+            rule=between("slope", (0.3, 0.7), (0.1, 1.0)),
+            compute=scaling_slope(BINARY, "d"),
+            sources=("scaling",),
+            applies=_scaling_applies("d"),
+        ),
+    ]

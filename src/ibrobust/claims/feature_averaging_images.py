@@ -59,10 +59,8 @@ SOURCES: dict[str, Source] = {
 
 
 def readouts_of(ctx: StudyContext) -> list[str]:
-    cfg = ctx.config
-    if cfg.get("readouts"):
-        return list(cfg["readouts"])
-    return [cfg.get("readout") or "sum"]
+    """The binary readouts the study evaluates (its ``readouts``; the sum without)."""
+    return list(ctx.config.get("readouts") or ["sum"])
 
 
 def _row(df: pd.DataFrame, dataset: str, sup: str, eps: float, readout: str) -> pd.Series:

@@ -76,6 +76,7 @@ class StudyOutputs:
     enabled: bool
     paths: Mapping[str, Path]
     available: frozenset[str] | None = None
+    skipped: str = "study disabled (enabled: false)"  # the "not run" reason when not enabled
 
     def provides(self, source: str) -> bool:
         if self.available is not None:
@@ -129,10 +130,7 @@ def evaluate_study(so: StudyOutputs) -> list[dict]:
     study = so.ctx.name
     claims = module.claims(so.ctx)
     if not so.enabled:
-        return [
-            _row(study, c, verdict=NOT_RUN, reason="study disabled (enabled: false)")
-            for c in claims
-        ]
+        return [_row(study, c, verdict=NOT_RUN, reason=so.skipped) for c in claims]
     loaded: dict[str, pd.DataFrame] = {}
     absent: dict[str, str] = {}
     for name, src in module.SOURCES.items():
@@ -186,8 +184,11 @@ def study_outputs(
 ) -> list[StudyOutputs]:
     """One :class:`StudyOutputs` per study of a (validated) config whose kind declares
     claims, in the config's order. ``provided``: the files this build made (a source whose
-    path is not among them is "not run"); None: whatever exists on disk."""
+    path is not among them is "not run"); None: whatever exists on disk. A study runs when
+    it is in the config's ``only_studies`` (when set), else when it is enabled; the reason
+    of a study that does not says which of the two left it out."""
     given = None if provided is None else {Path(f) for f in provided}
+    only = config.get("only_studies")
     out = []
     for name, st in config["studies"].items():
         if st["kind"] not in CLAIMS:
@@ -205,9 +206,14 @@ def study_outputs(
             StudyOutputs(
                 kind=st["kind"],
                 ctx=ctx,
-                enabled=bool(st.get("enabled", True)),
+                enabled=name in only if only else bool(st.get("enabled", True)),
                 paths=paths,
                 available=available,
+                skipped=(
+                    f"not in only_studies {list(only)} (this invocation builds only those)"
+                    if only
+                    else "study disabled (enabled: false)"
+                ),
             )
         )
     return out

@@ -146,86 +146,93 @@ def claims(ctx: StudyContext) -> list[Claim]:
     and one Table-1 claim per column (not run when the MNIST half is not configured)."""
     out: list[Claim] = []
     if ctx.config.get("synthetic") is not None:
-        k, a = k_of(ctx), figure_alpha(ctx)
-        syn = f"synthetic, K={k}, alpha={a:g}"
-        out += [
-            Claim(
-                id="prelu.relu_radius",
-                setting=f"{syn}, p=1",
-                claim="A ReLU net (p=1) trained by GD is not robust beyond ~1/sqrt(K).",
-                paper=f"1/sqrt(K) = {relu_nonrobust_radius(k):.3f} (theorem; Fig. 3)",
-                measure="critical_radius (50% of the worst case over attacks) x sqrt(K), per seed",
-                rule=between("critical radius x sqrt(K)", (0.7, 1.3), (0.5, 1.6)),
-                compute=radius_over(1.0, lambda c: relu_nonrobust_radius(k_of(c))),
-            ),
-        ]
-        for p in (3.0, 4.0):
-            out.append(
-                Claim(
-                    id=f"prelu.p{p:g}_radius",
-                    setting=f"{syn}, p={p:g}",
-                    claim="A pReLU net with p > 2 is robust up to ~sqrt(2)/2.",
-                    paper=f"sqrt(2)/2 = {PRELU_ROBUST_RADIUS:.3f} (theorem; Fig. 3)",
-                    measure="critical_radius / (sqrt(2)/2), per seed (NaN = robust on the "
-                    "whole grid: the grid's top, a lower bound)",
-                    rule=at_least("critical radius / (sqrt(2)/2)", 0.8, 0.5),
-                    compute=radius_over(p, lambda c: PRELU_ROBUST_RADIUS),
-                )
-            )
-        out += [
-            Claim(
-                id="prelu.relu_averages",
-                setting=f"{syn}, p=1",
-                claim="ReLU neurons align with class averages (f_1 ~ F, two averaged neurons).",
-                paper="F (poster conjecture; Fig. 2)",
-                measure="frac_average (active neurons closer to a class average than to any "
-                "single centre) of the p=1 nets",
-                rule=at_least("frac_average", 0.8, 0.5),
-                compute=column(1.0, "frac_average"),
-            ),
-            Claim(
-                id="prelu.p3_single",
-                setting=f"{syn}, p=3",
-                claim="pReLU neurons (p > 2) align with single cluster centres (f_p ~ F^(p)).",
-                paper="F^(p) (poster conjecture; Fig. 2)",
-                measure="frac_single of the p=3 nets",
-                rule=at_least("frac_single", 0.8, 0.5),
-                compute=column(3.0, "frac_single"),
-            ),
-            Claim(
-                id="prelu.relu_dist_F",
-                setting=f"{syn}, p=1",
-                claim="The trained ReLU net is close to the ideal averaged classifier F.",
-                paper="f_1 ~ F up to scale (conjecture)",
-                measure="dist_F = min_c ||c f - F|| / ||F|| on the centres' unit sphere",
-                rule=at_most("dist_F", 0.2, 0.4),
-                compute=column(1.0, "dist_F"),
-            ),
-            Claim(
-                id="prelu.p3_dist_Fp",
-                setting=f"{syn}, p=3",
-                claim="The trained p=3 net is close to the ideal per-cluster classifier F^(p).",
-                paper="f_p ~ F^(p) up to scale (conjecture)",
-                measure="dist_Fp of the p=3 nets",
-                rule=at_most("dist_Fp", 0.2, 0.4),
-                compute=column(3.0, "dist_Fp"),
-            ),
-        ]
-    for norm, eps in TABLE1_COLUMNS:
-        paper = PAPER_TABLE1[(norm, eps)]
-        gap = paper[4] - paper[1]
+        syn = f"synthetic, K={k_of(ctx)}, alpha={figure_alpha(ctx):g}"
+        out += _radius_claims(syn, k_of(ctx)) + _alignment_claims(syn)
+    return out + [_table1_claim(norm, eps) for norm, eps in TABLE1_COLUMNS]
+
+
+def _radius_claims(syn: str, k: int) -> list[Claim]:
+    out = [
+        Claim(
+            id="prelu.relu_radius",
+            setting=f"{syn}, p=1",
+            claim="A ReLU net (p=1) trained by GD is not robust beyond ~1/sqrt(K).",
+            paper=f"1/sqrt(K) = {relu_nonrobust_radius(k):.3f} (theorem; Fig. 3)",
+            measure="critical_radius (50% of the worst case over attacks) x sqrt(K), per seed",
+            rule=between("critical radius x sqrt(K)", (0.7, 1.3), (0.5, 1.6)),
+            compute=radius_over(1.0, lambda c: relu_nonrobust_radius(k_of(c))),
+        ),
+    ]
+    for p in (3.0, 4.0):
         out.append(
             Claim(
-                id=f"prelu.mnist_{norm}_{eps:g}",
-                setting=f"MNIST 10-class, {column_name(norm, eps)}",
-                claim="On MNIST, p=4 pReLU nets are more robust than ReLU nets (Table 1).",
-                paper=f"{paper[4]:.3f} vs {paper[1]:.3f}: +{gap:.3f}",
-                measure="table1.csv: ours (worst case over the grid's attacks) of the p=4 "
-                "minus the p=1 10-class net",
-                rule=at_least("p=4 minus p=1 robust accuracy", round(gap / 2, 4), 0.0, on="mean"),
-                compute=table1_gap(norm, eps),
-                sources=("table1",),
-                applies=_mnist,
+                id=f"prelu.p{p:g}_radius",
+                setting=f"{syn}, p={p:g}",
+                claim="A pReLU net with p > 2 is robust up to ~sqrt(2)/2.",
+                paper=f"sqrt(2)/2 = {PRELU_ROBUST_RADIUS:.3f} (theorem; Fig. 3)",
+                measure="critical_radius / (sqrt(2)/2), per seed (NaN = robust on the "
+                "whole grid: the grid's top, a lower bound)",
+                rule=at_least("critical radius / (sqrt(2)/2)", 0.8, 0.5),
+                compute=radius_over(p, lambda c: PRELU_ROBUST_RADIUS),
             )
         )
     return out
+
+
+def _alignment_claims(syn: str) -> list[Claim]:
+    return [
+        Claim(
+            id="prelu.relu_averages",
+            setting=f"{syn}, p=1",
+            claim="ReLU neurons align with class averages (f_1 ~ F, two averaged neurons).",
+            paper="F (poster conjecture; Fig. 2)",
+            measure="frac_average (active neurons closer to a class average than to any "
+            "single centre) of the p=1 nets",
+            rule=at_least("frac_average", 0.8, 0.5),
+            compute=column(1.0, "frac_average"),
+        ),
+        Claim(
+            id="prelu.p3_single",
+            setting=f"{syn}, p=3",
+            claim="pReLU neurons (p > 2) align with single cluster centres (f_p ~ F^(p)).",
+            paper="F^(p) (poster conjecture; Fig. 2)",
+            measure="frac_single of the p=3 nets",
+            rule=at_least("frac_single", 0.8, 0.5),
+            compute=column(3.0, "frac_single"),
+        ),
+        Claim(
+            id="prelu.relu_dist_F",
+            setting=f"{syn}, p=1",
+            claim="The trained ReLU net is close to the ideal averaged classifier F.",
+            paper="f_1 ~ F up to scale (conjecture)",
+            measure="dist_F = min_c ||c f - F|| / ||F|| on the centres' unit sphere",
+            rule=at_most("dist_F", 0.2, 0.4),
+            compute=column(1.0, "dist_F"),
+        ),
+        Claim(
+            id="prelu.p3_dist_Fp",
+            setting=f"{syn}, p=3",
+            claim="The trained p=3 net is close to the ideal per-cluster classifier F^(p).",
+            paper="f_p ~ F^(p) up to scale (conjecture)",
+            measure="dist_Fp of the p=3 nets",
+            rule=at_most("dist_Fp", 0.2, 0.4),
+            compute=column(3.0, "dist_Fp"),
+        ),
+    ]
+
+
+def _table1_claim(norm: str, eps: float) -> Claim:
+    paper = PAPER_TABLE1[(norm, eps)]
+    gap = paper[4] - paper[1]
+    return Claim(
+        id=f"prelu.mnist_{norm}_{eps:g}",
+        setting=f"MNIST 10-class, {column_name(norm, eps)}",
+        claim="On MNIST, p=4 pReLU nets are more robust than ReLU nets (Table 1).",
+        paper=f"{paper[4]:.3f} vs {paper[1]:.3f}: +{gap:.3f}",
+        measure="table1.csv: ours (worst case over the grid's attacks) of the p=4 "
+        "minus the p=1 10-class net",
+        rule=at_least("p=4 minus p=1 robust accuracy", round(gap / 2, 4), 0.0, on="mean"),
+        compute=table1_gap(norm, eps),
+        sources=("table1",),
+        applies=_mnist,
+    )

@@ -45,6 +45,8 @@ def summary_table(
     if unknown:
         raise ValueError(f"no paper numbers for {unknown}; known: {sorted(PAPER_ROBUST_ACC)}")
     keys = ["dataset", "model", "optimizer", "supervision"]
+    if "readout" in curves:  # one block per binary readout (issue 11)
+        keys.insert(3, "readout")
     eps_r = curves.eps.round(9)
     wanted = pd.Series(False, index=curves.index)
     for ds, radii in report_radii.items():
@@ -72,7 +74,9 @@ def summary_table(
     ]
     if "test.fine_acc" in train:
         fine = (
-            train.groupby(keys, dropna=False)["test.fine_acc"].mean().rename("test.fine_acc.mean")
+            train.groupby([k for k in keys if k in train], dropna=False)["test.fine_acc"]
+            .mean()
+            .rename("test.fine_acc.mean")
         )
-        table = table.merge(fine.reset_index(), on=keys, how="left")
+        table = table.merge(fine.reset_index(), on=[k for k in keys if k in train], how="left")
     return table

@@ -118,11 +118,28 @@ def _spread(g: pd.Series, how: str) -> tuple[float, float, float]:
 def robust_curves(
     df: pd.DataFrame, d: int, k: int, spread: str = "sd", style: str = "whitegrid"
 ) -> plt.Figure:
-    """Robust accuracy vs l2 radius: worst case (left) and every attack (right), mean and
-    spread over seeds, for binary / multi-class training and the robust reference."""
+    """Robust accuracy vs l2 radius, one row per binary readout (column ``readout``; the
+    2-class and reference nets, which have one score, repeat in each row): the worst case
+    over attacks of that readout (left) and every attack (right), mean and spread over
+    seeds, for binary / multi-class training and the robust reference."""
     sns.set_style(style)
     df = df.assign(label=df.apply(_label, axis=1))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    if "readout" not in df:
+        df = df.assign(readout="sum")
+    readouts = list(dict.fromkeys(df.readout))
+    fig, grid = plt.subplots(len(readouts), 2, figsize=(11, 4.4 * len(readouts)), squeeze=False)
+    for axes, ro in zip(grid, readouts, strict=True):
+        _robust_row(axes, df[df.readout == ro], d, k, spread)
+        axes[0].set_title(
+            f"readout {ro}: worst case over attacks (mean, {spread} over seeds); d={d}, k={k}",
+            fontsize=9,
+        )
+        axes[1].set_title(f"readout {ro}: each attack (mean over seeds)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _robust_row(axes, df: pd.DataFrame, d: int, k: int, spread: str) -> None:
     worst = df[df.attack == "worst"]
     for lab, g in worst.groupby("label", sort=False):
         stats = np.array([_spread(gg.robust_acc, spread) for _, gg in g.groupby("eps")])
@@ -148,48 +165,62 @@ def robust_curves(
         ax.set_xlabel("l2 radius eps")
         ax.set_ylabel("robust test accuracy")
         ax.set_ylim(-0.02, 1.08)
-    axes[0].set_title(
-        f"worst case over attacks (mean, {spread} over seeds); d={d}, k={k}", fontsize=9
-    )
-    axes[1].set_title("each attack (mean over seeds)", fontsize=9)
     # legends below the panels: inside, they covered the binary curves near eps = sqrt(d/k)
     for ax, size in ((axes[0], 8), (axes[1], 7)):
         ax.legend(fontsize=size, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14))
-    fig.tight_layout()
-    return fig
 
 
-def critical_radius_scaling(
-    df: pd.DataFrame, key: str, d: int, style: str = "whitegrid"
-) -> plt.Figure:
-    """Critical radius (50% worst-case robust accuracy) vs the swept key, against sqrt(d/k), sqrt(d)."""
+READOUT_STYLE = {"sum": "-", "argmax": "--", "log_odds": ":"}
+MARKER = {"binary": "o", "multiclass": "s", "robust reference": "^"}
+
+
+def critical_radius_scaling(df: pd.DataFrame, style: str = "whitegrid") -> plt.Figure:
+    """Critical radius (50% worst-case robust accuracy) vs each swept key (one panel per
+    ``key``), one line per (supervision, readout) with its fitted log-log slope in the
+    legend, against sqrt(d/k), sqrt(d)/2 and sqrt(d/2) of the swept datasets."""
     sns.set_style(style)
-    fig, ax = plt.subplots(figsize=(5.5, 4.2))
-    for lab, g in df.groupby("label", sort=False):
-        s = g.groupby("value").critical_radius.agg(["mean", "std", "count"]).reset_index()
-        ax.errorbar(
-            s.value,
-            s["mean"],
-            yerr=s["std"].fillna(0),
-            marker="o",
-            capsize=3,
-            color=PALETTE.get(lab),
-            label=lab,
-        )
-    vals = np.array(sorted(df.value.unique()), float)
-    if key == "k":
-        ax.plot(vals, np.sqrt(d / vals), "k--", lw=1, label="sqrt(d/k)")
-        ax.plot(vals, np.full_like(vals, math.sqrt(d)), "k:", lw=1, label="sqrt(d)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xticks(vals)
-    ax.set_xlabel(key)
-    ax.set_ylabel("critical l2 radius (50% robust acc.)")
-    ax.set_title(f"critical radius vs {key} at d={d}", fontsize=9)
-    ax.legend(fontsize=8)
+    keys = list(dict.fromkeys(df.key))
+    fig, axes = plt.subplots(1, len(keys), figsize=(6.2 * len(keys), 4.6), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        sub = df[df.key == key]
+        first = sub.readout.iloc[0]  # 2-class and reference nets: one score, one line
+        one = sub[(sub.label == "multiclass") | (sub.readout == first)]
+        for (lab, ro), g in one.groupby(["label", "readout"], sort=False):
+            s = g.groupby("value").critical_radius.agg(["mean", "std"]).reset_index()
+            ok = s["mean"].notna() & (s["mean"] > 0)
+            slope = (
+                np.polyfit(np.log(s.value[ok]), np.log(s["mean"][ok]), 1)[0]
+                if ok.sum() >= 2
+                else float("nan")
+            )
+            ax.errorbar(
+                s.value,
+                s["mean"],
+                yerr=s["std"].fillna(0),
+                marker=MARKER.get(lab, "o"),
+                ls=READOUT_STYLE.get(ro, "-.") if lab == "multiclass" else "-",
+                capsize=3,
+                color=PALETTE.get(lab),
+                label=f"{lab}, {ro if lab == 'multiclass' else 'one score'} (slope {slope:.2f})",
+            )
+        th = sub.drop_duplicates("value").sort_values("value")
+        for col, name, lsty in (
+            ("sqrt_d_over_k", "sqrt(d/k)", (0, (4, 2))),
+            ("half_sqrt_d", "sqrt(d)/2", (0, (1, 2))),
+            ("sqrt_half_d", "sqrt(d/2)", (0, (6, 2, 1, 2))),
+        ):
+            ax.plot(th.value, th[col], color="k", lw=1, ls=lsty, label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xticks(th.value.to_numpy(float))
+        ax.set_xlabel(key)
+        ax.set_ylabel("critical l2 radius (50% worst-case robust acc.)")
+        fixed = "d" if key != "d" else "k"
+        ax.set_title(f"critical radius vs {key} at {fixed}={int(th[fixed].iloc[0])}", fontsize=9)
+        ax.legend(fontsize=6.5, ncol=2)
     fig.tight_layout()
     return fig

@@ -21,14 +21,17 @@ LABEL = {"binary": "2-class training", "multiclass": "k-class training"}
 def robust_curves_by_dataset(
     df: pd.DataFrame, spread: str = "sd", style: str = "whitegrid"
 ) -> plt.Figure:
-    """Robust accuracy of the binary task vs l2 radius, one row per dataset: the worst case
+    """Robust accuracy of the binary task vs l2 radius, one row per dataset and binary
+    readout (column ``readout``; 2-class nets repeat under each): the worst case
     over attacks (mean and ``spread`` over seeds) and each attack (mean over seeds)."""
     sns.set_style(style)
-    datasets = list(dict.fromkeys(df.dataset))
-    fig, axes = plt.subplots(len(datasets), 2, figsize=(11, 3.9 * len(datasets)), squeeze=False)
+    if "readout" not in df:
+        df = df.assign(readout="sum")
+    panels = list(dict.fromkeys(zip(df.dataset, df.readout, strict=True)))
+    fig, axes = plt.subplots(len(panels), 2, figsize=(11, 3.9 * len(panels)), squeeze=False)
     ls = ["-", "--", ":", "-."]
-    for row, ds in zip(axes, datasets, strict=True):
-        d = df[df.dataset == ds]
+    for row, (ds, ro) in zip(axes, panels, strict=True):
+        d = df[(df.dataset == ds) & (df.readout == ro)]
         for sup, g in d[d.attack == "worst"].groupby("supervision", sort=False):
             eps = np.array(sorted(g.eps.unique()))
             stats = np.array([_spread(g[g.eps == e].robust_acc, spread) for e in eps])
@@ -50,8 +53,10 @@ def robust_curves_by_dataset(
             ax.set_xlabel("l2 radius eps (pixels in [0, 1])")
             ax.set_ylabel("robust test accuracy (binary task)")
             ax.set_ylim(-0.02, 1.02)
-        row[0].set_title(f"{ds}: worst case over attacks (mean, {spread} over seeds)", fontsize=9)
-        row[1].set_title(f"{ds}: each attack (mean over seeds)", fontsize=9)
+        row[0].set_title(
+            f"{ds}, readout {ro}: worst case over attacks (mean, {spread} over seeds)", fontsize=9
+        )
+        row[1].set_title(f"{ds}, readout {ro}: each attack (mean over seeds)", fontsize=9)
         row[0].legend(fontsize=8)
         row[1].legend(fontsize=6)
     fig.tight_layout()

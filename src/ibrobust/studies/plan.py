@@ -108,3 +108,27 @@ def run_dir(study: str, dataset: str, model: str, optimizer: str, supervision: s
 
 def files(study: str, runs: list[dict[str, Any]], tail: str) -> list[str]:
     return [f"{run_dir(study, **r)}/{tail}" for r in runs]
+
+
+def readouts(cfg: dict, study: str, supervision: str) -> list[str | None]:
+    """The binary readouts a model is attacked under: the study's ``readouts`` for a k-class
+    model; ``[None]`` for a model with two heads (or one), on which every readout is the
+    same score, and for studies without ``readouts`` (the model's own ``binary_score``)."""
+    names = cfg["studies"][study].get("readouts")
+    return list(names) if names and supervision == "multiclass" else [None]
+
+
+def with_readouts(cfg: dict, study: str, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``runs`` once per readout they are attacked under (key ``readout``; None: their own)."""
+    return [dict(r, readout=ro) for r in runs for ro in readouts(cfg, study, r["supervision"])]
+
+
+def attack_files(study: str, runs: list[dict[str, Any]], grid: str, name: str) -> list[str]:
+    """attack/<grid>/[<readout>/]<name> of ``with_readouts`` runs (a k-class model's readout
+    names a folder; a model attacked on its own score has none)."""
+    return [
+        f"{run_dir(study, **{k: r[k] for k in RUN_KEYS})}/attack/{grid}/"
+        + (f"{r['readout']}/" if r.get("readout") else "")
+        + name
+        for r in runs
+    ]

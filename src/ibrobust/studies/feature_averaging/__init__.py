@@ -1,7 +1,9 @@
 """Study FA (kind ``feature_averaging``): binary vs k-class training on orthogonal clusters
 (Li et al., ICLR 2025): cosine heatmaps, lambda decomposition of two-layer nets, robust
-accuracy vs radius against a robust reference, and the critical-radius sweep over one
-dataset key (``scaling``: the datasets ``<base>@<key>=<value>``, attack grid ``scaling``).
+accuracy vs radius against a robust reference (each binary readout of the k-class nets,
+``readouts``), margin vs input gradient per test point, and the critical-radius sweeps over
+dataset keys (``scaling.sweeps``: the datasets ``<base>@<key>=<value>``, attack grid
+``scaling``).
 Rules: ``rules/fa.smk`` (+ the generic network rules)."""
 
 from __future__ import annotations
@@ -42,7 +44,14 @@ def decomposed(cfg: dict, st: dict) -> bool:
 
 def sweeps(st: dict) -> list[tuple[str, str, list]]:
     sc = st.get("scaling")
-    return [] if sc is None else [(sc["dataset"], sc["key"], list(sc["values"]))]
+    return [] if sc is None else [(sc["dataset"], k, list(v)) for k, v in sc["sweeps"].items()]
+
+
+def sweep_datasets(cfg: dict, st: dict) -> dict[str, list[str]]:
+    """Swept key -> the dataset of each of its values (the base dataset where it has it)."""
+    return {
+        key: [sweep_dataset(cfg, base, key, v) for v in values] for base, key, values in sweeps(st)
+    }
 
 
 def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
@@ -53,11 +62,13 @@ def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
     if sc is not None:
         base = cfg["datasets"][sc["dataset"]]
         dss, radii = [], {}
-        for v in sc["values"]:
-            name = sweep_dataset(cfg, sc["dataset"], sc["key"], v)
-            d = dict(base, **{sc["key"]: _typed(sc["key"], v)})["d"]
-            dss.append(name)
-            radii[name] = [round(float(f) * d**0.5, 6) for f in sc["radius_fractions"]]
+        for _, key, values in sweeps(st):
+            for v in values:
+                name = sweep_dataset(cfg, sc["dataset"], key, v)
+                d = dict(base, **{key: _typed(key, v)})["d"]
+                if name not in radii:
+                    dss.append(name)
+                    radii[name] = [round(float(f) * d**0.5, 6) for f in sc["radius_fractions"]]
         seeds = sc["seeds"] or st["seeds"]
         out.append(
             dict(
@@ -93,8 +104,15 @@ def scaling_runs(cfg: dict, study: str) -> list[plan.Run]:
     return plan.trained_runs(cfg, study, dss, seeds) + plan.reference_runs(cfg, study, dss, seeds)
 
 
+def attack_runs(cfg: dict, study: str, grid: str) -> list[dict[str, Any]]:
+    """The runs attacked on ``grid`` (main: the study's trained nets and reference; scaling:
+    the sweeps'), once per binary readout they are read through (``plan.with_readouts``)."""
+    runs = plan.main_runs(cfg, study) if grid == "main" else plan.as_dicts(scaling_runs(cfg, study))
+    return plan.with_readouts(cfg, study, runs)
+
+
 def figures(cfg: dict, st: dict) -> list[str]:
-    names = ["cosine_heatmaps", "robust_accuracy_vs_radius"]
+    names = ["cosine_heatmaps", "robust_accuracy_vs_radius", "margin_gradient"]
     if decomposed(cfg, st):
         names.insert(1, "lambda_trajectories")
     if st.get("scaling") is not None:
@@ -103,7 +121,10 @@ def figures(cfg: dict, st: dict) -> list[str]:
 
 
 def outputs(cfg: dict, name: str, default: bool) -> list[str]:
-    return figure_files(name, figures(cfg, cfg["studies"][name]))
+    st = cfg["studies"][name]
+    tables = ("summary", "scaling_summary") if st.get("scaling") is not None else ("summary",)
+    per_point = f"results/{name}/figures/margin_gradient_summary.csv"  # + the figure's CSV
+    return [*figure_files(name, figures(cfg, st), tables), per_point]
 
 
 def check(cfg: dict, st: dict, where: str) -> None:
@@ -127,24 +148,23 @@ def check(cfg: dict, st: dict, where: str) -> None:
     check_kinds(cfg, st, where, "optimizers", NETWORK_OPTIMIZERS)
     check_attacks(cfg, st, where, CLUSTER_DATA)
     if st.get("scaling") is not None:
-        _check_scaling(cfg, st["scaling"], f"{where}.scaling", dec)
+        _check_scaling(cfg, st["scaling"], f"{where}.scaling")
 
 
-def _check_scaling(cfg: dict, sc: dict, where: str, dec: bool) -> None:
+def _check_scaling(cfg: dict, sc: dict, where: str) -> None:
+    """The sweeps' variants must be valid clusters data (the lambda decomposition is not
+    run on them: n_train > d is fine here)."""
     if sc["dataset"] not in cfg["datasets"]:
         raise ConfigError(
             f"config key {where}.dataset: {sc['dataset']!r} is not defined under datasets"
         )
     base = cfg["datasets"][sc["dataset"]]
-    for i, v in enumerate(sc["values"]):
-        variant = dict(base, **{sc["key"]: _typed(sc["key"], v)})
-        if sc["key"] in ("k", "d", "n_train") and float(v) != int(v):
-            raise ConfigError(
-                f"config key {where}.values[{i}]: {sc['key']} must be an integer, got {v}"
-            )
-        _check_clusters(variant, f"{where}.values[{i}]")
-        if dec:
-            _check_decomposable(variant, f"{where}.values[{i}]")
+    for key, values in sc["sweeps"].items():
+        for i, v in enumerate(values):
+            at = f"{where}.sweeps.{key}[{i}]"
+            if key in ("k", "d", "n_train") and float(v) != int(v):
+                raise ConfigError(f"config key {at}: {key} must be an integer, got {v}")
+            _check_clusters(dict(base, **{key: _typed(key, v)}), at)
 
 
 def _check_decomposable(ds: dict, where: str) -> None:

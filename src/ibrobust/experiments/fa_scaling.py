@@ -1,0 +1,89 @@
+"""Study FA's critical-radius sweeps: the per-run table and the fitted log-log slopes.
+
+Each sweep varies one dataset key (k at fixed d, d at fixed k, ...) of a base clusters
+dataset; each attacked net (2-class, k-class under each binary readout, robust reference)
+has one critical radius per value (50 % point of the worst case over attacks of its
+readout). Theory lines: sqrt(d/k) (2-class GD, Li et al.), sqrt(d)/2 and sqrt(d/2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ibrobust.analysis.robustness import critical_radius
+
+RUN = ["dataset", "model", "optimizer", "supervision", "seed", "readout"]
+
+
+def scaling_table(
+    curves: pd.DataFrame,
+    datasets: Mapping[str, Mapping],
+    sweeps: Mapping[str, list[str]],
+    model_kinds: Mapping[str, str],
+) -> pd.DataFrame:
+    """One row per (swept key, run, readout): the value of the key, d, k, the critical
+    radius and the theory lines. ``curves``: tidy attack tables (``RUN`` + attack, eps,
+    robust_acc); ``sweeps``: key -> the datasets of its values (a dataset may be in several
+    sweeps, e.g. the base one)."""
+    radii = {}
+    for key, g in curves[curves.attack == "worst"].groupby(RUN, sort=False):
+        g = g.sort_values("eps")
+        radii[key] = critical_radius(g.eps.to_numpy(), g.robust_acc.to_numpy())
+    rows = []
+    for sweep, names in sweeps.items():
+        for run, r in radii.items():
+            if run[0] not in names:
+                continue
+            ds = datasets[run[0]]
+            d, k = int(ds["d"]), int(ds["k"])
+            label = "robust reference" if model_kinds[run[1]] == "robust_reference" else run[3]
+            rows.append(
+                {
+                    "key": sweep,
+                    **dict(zip(RUN, run, strict=True)),
+                    "label": label,
+                    "value": ds[sweep],
+                    "d": d,
+                    "k": k,
+                    "critical_radius": r,
+                    "sqrt_d_over_k": (d / k) ** 0.5,
+                    "half_sqrt_d": d**0.5 / 2,
+                    "sqrt_half_d": (d / 2) ** 0.5,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _slope(x: pd.Series, y: pd.Series) -> float:
+    ok = y.notna() & (y > 0)
+    if ok.sum() < 2 or x[ok].nunique() < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(x[ok].astype(float)), np.log(y[ok]), 1)[0])
+
+
+def scaling_slopes(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (key, label, model, optimizer, readout): the least-squares slope of
+    log(mean critical radius over seeds) on log(value) (``slope``), the mean and std of the
+    per-seed slopes, how many values entered (radii that never fell to 50 % on the grid are
+    left out) and the radius at the smallest and largest value."""
+    rows = []
+    keys = ["key", "label", "model", "optimizer", "readout"]
+    for grp, g in table.groupby(keys, sort=False):
+        mean = g.groupby("value").critical_radius.mean()
+        per_seed = [_slope(s.value, s.critical_radius) for _, s in g.groupby("seed")]
+        per_seed = [v for v in per_seed if np.isfinite(v)]
+        rows.append(
+            {
+                **dict(zip(keys, grp, strict=True)),
+                "slope": _slope(pd.Series(mean.index), pd.Series(mean.to_numpy())),
+                "slope.seed_mean": float(np.mean(per_seed)) if per_seed else float("nan"),
+                "slope.seed_std": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else 0.0,
+                "values": int(mean.notna().sum()),
+                "radius.first": float(mean.iloc[0]),
+                "radius.last": float(mean.iloc[-1]),
+            }
+        )
+    return pd.DataFrame(rows)
