@@ -427,3 +427,21 @@ def test_readme_excerpt_script_splices_between_the_markers(tmp_path, monkeypatch
     readme.write_text("no markers\n")
     with pytest.raises(SystemExit, match="claims-excerpt:start"):
         script.main()
+
+
+def test_fa_claims_per_trained_net_when_a_study_has_several(tmp_path):
+    """fa_prelu trains two nets per dataset (p = 1 and 3): one row set per net, each computed
+    on that net's rows (and the shared reference's), not a failure on duplicated seeds."""
+    cfg = default_config()
+    cfg["studies"]["fa"]["models"] = ["two_layer_m5", "prelu_p1"]
+    strong = fa_summary(multiclass=(17.0, 16.0, 18.0))
+    weak = fa_summary(multiclass=(9.0, 9.0, 9.0)).query("setting != 'robust reference'")
+    both = pd.concat([strong, weak.assign(model="prelu_p1")], ignore_index=True)
+    df = ledger(tmp_path, cfg, {FA: both})
+    rows = df.loc[("fa", "fa.kclass_over_binary")]
+    by_net = {s.rsplit(", ", 2)[1]: v for s, v in zip(rows.index, rows.verdict, strict=True)}
+    assert set(by_net) == {"two_layer_m5", "prelu_p1"}
+    assert sorted(rows.verdict) == sorted([HOLDS] * 3 + [FAILS] * 3)
+    assert {v for s, v in zip(rows.index, rows.verdict, strict=True) if "prelu_p1" in s} == {FAILS}
+    # the reference is shared: both nets' reference rows see its three seeds
+    assert list(df.loc[("fa", "fa.reference_radius")].n) == [3, 3]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -303,3 +303,26 @@ class Claim:
 
     def verdict(self, m: Measurement) -> str:
         return self.rule(m)
+
+
+def restricted(
+    claims: Sequence[Claim],
+    cell: Mapping[str, str],
+    keep: Callable[[pd.DataFrame], pd.Series] | None = None,
+) -> list[Claim]:
+    """The claims computed on one cell of a study (e.g. ``{"model": "prelu_p1"}``): every
+    source with the cell's columns is cut to the cell's rows, plus the rows ``keep`` marks
+    (e.g. the robust reference's, shared by every cell); the cell joins the setting."""
+
+    def cut(df: pd.DataFrame) -> pd.DataFrame:
+        mask = pd.Series(True, index=df.index)
+        for col, value in cell.items():
+            if col in df:
+                mask &= df[col] == value
+        return df[mask | keep(df)] if keep is not None else df[mask]
+
+    def on_cell(compute: Compute) -> Compute:
+        return lambda src, ctx: compute({k: cut(v) for k, v in src.items()}, ctx)
+
+    tag = ", ".join(cell.values())
+    return [replace(c, setting=f"{c.setting}, {tag}", compute=on_cell(c.compute)) for c in claims]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-import numpy as np
 import pandas as pd
 
 from ibrobust.claims.core import (
@@ -23,7 +22,9 @@ from ibrobust.claims.core import (
     at_most,
     between,
     not_above,
+    restricted,
 )
+from ibrobust.claims.feature_averaging_scaling import scaling_claims
 
 # ---- column mapping (summary.csv) ----
 SETTING = "setting"  # binary | multiclass | robust reference
@@ -182,28 +183,6 @@ def column_of(dataset: str, settings: tuple[str, ...], col: str, scale: float = 
     return compute
 
 
-def scaling_slope(setting: str, key: str = "k"):
-    """Per seed: the least-squares slope of log(critical radius) on log(``key``) over that
-    sweep (values never falling to 50 % on the grid are left out; at least two per seed);
-    2-class nets have one score, so any readout's rows serve."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        df = src["scaling"]
-        df = df[(df["key"] == key) & (df["label"] == setting) & df["critical_radius"].notna()]
-        df = df.drop_duplicates(["seed", "dataset"])
-        slopes = []
-        for _, g in df.groupby("seed"):
-            if g[key].nunique() >= 2:
-                slopes.append(float(np.polyfit(np.log(g[key]), np.log(g["critical_radius"]), 1)[0]))
-        if not slopes:
-            raise NotRun(
-                f"fewer than two values of {key} with a {setting} critical radius per seed"
-            )
-        return Measurement(tuple(slopes))
-
-    return compute
-
-
 def first_order_ratio(dataset: str):
     """Per seed: the robust reference's median first-order distance q / ||grad_x q|| over
     the 2-class net's, i.e. the 2-class net's input-gradient norm per unit margin relative to
@@ -229,30 +208,26 @@ def first_order_ratio(dataset: str):
     return compute
 
 
-def _scaling_applies(key: str):
-    def applies(ctx: StudyContext) -> str | None:
-        sc = ctx.config.get("scaling")
-        if sc is None:
-            return "the study has no scaling sweep"
-        if key not in sc.get("sweeps", {}):
-            return f"the scaling sweeps are over {sorted(sc.get('sweeps', {}))}, not {key}"
-        return None
-
-    return applies
-
-
-# ---- the claims ----------------------------------------------------------------------------
 def claims(ctx: StudyContext) -> list[Claim]:
     """Study FA's claims for each dataset of the study (and each readout it evaluates)."""
     out: list[Claim] = []
-    for ds in ctx.config["datasets"]:
+    cfg = ctx.config
+    cells = [dict(model=m, optimizer=o) for m in cfg["models"] for o in cfg["optimizers"]]
+    for ds in cfg["datasets"]:
         d, k = _dk(ctx, ds)
         tag = f"{ds} (d={d}, k={k})"
-        out += _radius_claims(ds, tag) + _feature_claims(ds, tag, k)
+        per = _radius_claims(ds, tag) + _feature_claims(ds, tag, k)
         for ro in readouts_of(ctx):
-            out += _readout_claims(ds, f"{tag}, readout {ro}", ro)
-        out.append(_gradient_claim(ds, tag))
-    return out + _scaling_claims()
+            per += _readout_claims(ds, f"{tag}, readout {ro}", ro)
+        per.append(_gradient_claim(ds, tag))
+        # several trained nets per dataset (fa_prelu: p = 1 and 3): one row set per net
+        out += per if len(cells) == 1 else [c for x in cells for c in restricted(per, x, _ref)]
+    return out + scaling_claims(BINARY)
+
+
+def _ref(df: pd.DataFrame) -> pd.Series:
+    """The robust reference's rows (shared by every trained net of the study)."""
+    return df[SETTING if SETTING in df else "label"] == REFERENCE
 
 
 def _radius_claims(ds: str, tag: str) -> list[Claim]:
@@ -368,32 +343,3 @@ def _gradient_claim(ds: str, tag: str) -> Claim:
         compute=first_order_ratio(ds),
         sources=("margin_gradient",),
     )
-
-
-def _scaling_claims() -> list[Claim]:
-    return [
-        Claim(
-            id="fa.scaling_slope",
-            setting="scaling sweep over k, 2-class nets",
-            claim="The 2-class net's critical radius follows sqrt(d/k) as k grows at fixed d.",
-            paper="slope -1/2 in log k (theory sqrt(d/k))",
-            measure="per seed, the least-squares slope of log critical radius on log k "
-            "(critical_radius_scaling.csv; k whose radius is off the grid left out)",
-            rule=between("slope", (-0.7, -0.3), (-1.0, -0.1)),
-            compute=scaling_slope(BINARY, "k"),
-            sources=("scaling",),
-            applies=_scaling_applies("k"),
-        ),
-        Claim(
-            id="fa.scaling_slope_d",
-            setting="scaling sweep over d, 2-class nets",
-            claim="The 2-class net's critical radius follows sqrt(d/k) as d grows at fixed k.",
-            paper="slope 1/2 in log d (theory sqrt(d/k))",
-            measure="per seed, the least-squares slope of log critical radius on log d "
-            "(critical_radius_scaling.csv; d whose radius is off the grid left out)",
-            rule=between("slope", (0.3, 0.7), (0.1, 1.0)),
-            compute=scaling_slope(BINARY, "d"),
-            sources=("scaling",),
-            applies=_scaling_applies("d"),
-        ),
-    ]
