@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,34 @@ import numpy as np
 import pandas as pd
 import torch
 
+# seconds this process spent reading inputs ("data") and writing outputs ("write") through
+# this module; the job wrapper logs them as phases (benchmarks/profile_workflow.py)
+SECONDS = {"data": 0.0, "write": 0.0}
+
+
+@contextlib.contextmanager
+def timed(phase: str) -> Iterator[None]:
+    """Add the block's wall time to ``SECONDS[phase]`` (nested blocks count once)."""
+    if getattr(timed, "_open", False):
+        yield
+        return
+    timed._open = True
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        SECONDS[phase] += time.perf_counter() - t0
+        timed._open = False
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; move it onto ``path`` on success only."""
-    path = Path(path)
+    with timed("write"):
+        yield from _atomic_path(Path(path))
+
+
+def _atomic_path(path: Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(
         prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent
@@ -56,7 +80,7 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"expected an .npz file at {path}")
-    with np.load(path, allow_pickle=False) as z:
+    with timed("data"), np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
 
 
@@ -69,7 +93,14 @@ def save_torch(path: str | os.PathLike, obj: Any) -> None:
 
 
 def load_torch(path: str | os.PathLike) -> Any:
-    return torch.load(path, map_location="cpu", weights_only=True)
+    with timed("data"):
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def read_csv(path: str | os.PathLike, **kwargs: Any) -> pd.DataFrame:
+    """``pandas.read_csv``, its time counted as the job's data phase."""
+    with timed("data"):
+        return pd.read_csv(path, **kwargs)
 
 
 def save_csv(path: str | os.PathLike, df: pd.DataFrame) -> None:
