@@ -24,7 +24,6 @@ import time
 from typing import Any
 
 import _lifecycle
-import torch
 from _tracking import JobRun, mask_secrets, run_key
 
 from ibrobust import io
@@ -36,7 +35,7 @@ class Job:
         self.smk = smk
         self.rule = smk.rule
         self.wildcards = dict(smk.wildcards.items())
-        torch.set_num_threads(max(1, int(smk.threads)))
+        self.threads = set_threads(max(1, int(smk.threads)))
         self.log = logging.getLogger(f"ibrobust.{self.rule}")
         self.log.setLevel(logging.INFO)
         self.log.handlers.clear()
@@ -84,7 +83,7 @@ class Job:
         self.log.info(
             "start %s threads=%d mlflow=%s host=%s%s",
             name,
-            torch.get_num_threads(),
+            self.threads,
             self.run.via,
             socket.gethostname(),
             f" {where}" if where else "",
@@ -190,6 +189,18 @@ class Job:
             "write": write,
         }
         return "phases " + " ".join(f"{k}={v:.3f}" for k, v in values.items())
+
+
+def set_threads(n: int) -> int:
+    """Give torch ``n`` threads without importing it: jobs that never touch a tensor (figures,
+    tables, the ledger) skip torch's ~2 s import. Set now if the script already imported
+    torch, else through the environment torch reads when a later import loads it."""
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)
+    else:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(n)
+    return n
 
 
 def process_age() -> float:

@@ -11,15 +11,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import torch
+
+if TYPE_CHECKING:  # imported only where a tensor is saved or loaded (figure jobs skip it)
+    import torch
 
 # seconds this process spent reading inputs ("data") and writing outputs ("write") through
 # this module; the job wrapper logs them as phases (benchmarks/profile_workflow.py)
@@ -66,10 +69,15 @@ def _atomic_path(path: Path) -> Iterator[Path]:
             tmp_path.unlink()
 
 
+def _is_tensor(v: Any) -> bool:
+    """A torch tensor (without importing torch: none exists before torch is imported)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(v, torch.Tensor)
+
+
 def save_npz(path: str | os.PathLike, **arrays: np.ndarray | torch.Tensor) -> None:
     arrays = {
-        k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
-        for k, v in arrays.items()
+        k: (v.detach().cpu().numpy() if _is_tensor(v) else np.asarray(v)) for k, v in arrays.items()
     }
     # uncompressed: Gaussian float data does not compress, and zlib costs seconds per file
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
@@ -88,11 +96,15 @@ def save_torch(path: str | os.PathLike, obj: Any) -> None:
     """``torch.save`` through a file object: the zip's internal folder is then always
     ``archive`` (given a path, torch names it after the file, here the random temporary
     name), so identical tensors give identical bytes."""
+    import torch
+
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         torch.save(obj, fh)
 
 
 def load_torch(path: str | os.PathLike) -> Any:
+    import torch
+
     with timed("data"):
         return torch.load(path, map_location="cpu", weights_only=True)
 
@@ -116,7 +128,7 @@ def save_json(path: str | os.PathLike, obj: Any) -> None:
 def _json_default(o: Any) -> Any:
     if isinstance(o, np.generic):
         return o.item()
-    if isinstance(o, np.ndarray | torch.Tensor):
+    if isinstance(o, np.ndarray) or _is_tensor(o):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
