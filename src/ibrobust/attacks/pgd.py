@@ -163,13 +163,11 @@ def pgd(
         raise ValueError(f"x must be (n, *s) with at least one feature dim, got {tuple(x.shape)}")
     r_, n, shape = eps_t.numel(), x.shape[0], tuple(x.shape[1:])
     xf = x.reshape(n, -1)  # (n, D): norms over all non-batch dims
-    l1_k = max(1, math.ceil(cfg.l1_top * xf.shape[1]))
+    rest = (shape, max(1, math.ceil(cfg.l1_top * xf.shape[1])), outcome_only)  # l1_k: moved
     if r_ == 1 and n <= cfg.batch_size:  # one chunk (e.g. adversarial training): no copies
         with attack_mode(model):
             eps_n = eps_t.expand(n)[:, None]  # (n, 1)
-            x_adv = _pgd_chunk(
-                model, xf, y, fine, eps_n, loss_fn, cfg, gen, box, task, shape, l1_k, outcome_only
-            )
+            x_adv = _pgd_chunk(model, xf, y, fine, eps_n, loss_fn, cfg, gen, box, task, *rest)
         return x_adv.reshape(1, n, *shape)
     out = torch.empty(r_, n, xf.shape[1], dtype=x.dtype, device=x.device)
     with attack_mode(model):
@@ -179,20 +177,9 @@ def pgd(
         for lo in range(0, r_ * n, cfg.batch_size):
             sl = slice(lo, lo + cfg.batch_size)
             ir, ie = idx_r[sl], idx_n[sl]
+            e = eps_t[ir, None]
             out[ir, ie] = _pgd_chunk(
-                model,
-                xf[ie],
-                y[ie],
-                fine[ie],
-                eps_t[ir, None],
-                loss_fn,
-                cfg,
-                gen,
-                box,
-                task,
-                shape,
-                l1_k,
-                outcome_only,
+                model, xf[ie], y[ie], fine[ie], e, loss_fn, cfg, gen, box, task, *rest
             )
     return out.reshape(r_, n, *shape)
 
