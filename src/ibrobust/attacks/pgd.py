@@ -184,7 +184,9 @@ def pgd(
     return out.reshape(r_, n, *shape)
 
 
-def _pgd_chunk(model, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k, outcome_only):
+def _pgd_chunk(
+    model, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k, outcome_only=False
+):
     """Worst case over restarts for a chunk: x (b, D) flat, eps (b, 1) -> x_adv (b, D).
 
     ``outcome_only``: a point fooled by a restart keeps that example and skips the later
