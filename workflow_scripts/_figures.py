@@ -7,7 +7,7 @@ import json
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ibrobust.io import save_csv, save_figure
+from ibrobust.io import read_csv, save_csv, save_figure
 
 
 def gather_csv(
@@ -16,7 +16,7 @@ def gather_csv(
     """Concatenate per-run CSVs, each tagged with its run's wildcards."""
     frames = []
     for path, run in zip(paths, runs, strict=True):
-        df = pd.read_csv(path)
+        df = read_csv(path)
         for k, v in run.items():
             df[k] = v
         frames.append(df)

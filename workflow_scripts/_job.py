@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import socket
 import sys
 import time
 from typing import Any
 
 import _lifecycle
-import torch
 from _tracking import JobRun, mask_secrets, run_key
 
+from ibrobust import io
 from ibrobust.provenance import flatten
 
 
@@ -34,7 +35,7 @@ class Job:
         self.smk = smk
         self.rule = smk.rule
         self.wildcards = dict(smk.wildcards.items())
-        torch.set_num_threads(max(1, int(smk.threads)))
+        self.threads = set_threads(max(1, int(smk.threads)))
         self.log = logging.getLogger(f"ibrobust.{self.rule}")
         self.log.setLevel(logging.INFO)
         self.log.handlers.clear()
@@ -50,6 +51,8 @@ class Job:
         handler.addFilter(_mask_record)
         self.log.addHandler(handler)
         self._t0 = time.monotonic()
+        self._startup = (process_age(), cpu_seconds())  # interpreter + imports, wall and CPU
+        self._tracking = 0.0
         _lifecycle.watch_invocation()  # lifecycle: the job ends when its snakemake is gone
 
     def __enter__(self) -> Job:
@@ -67,6 +70,7 @@ class Job:
             tags["ibrobust.study"] = wc["study"]
         slurm = slurm_job()
         tags.update({f"slurm.{k}": v for k, v in slurm.items()})
+        t0 = time.perf_counter()
         self.run = JobRun(
             name,
             tags,
@@ -74,11 +78,12 @@ class Job:
             log_file=self.smk.log[0] if self.smk.log else None,
             run_key=run_key(list(self.smk.output), tags["ibrobust.code_hash"]),
         )
+        self._tracking += time.perf_counter() - t0
         where = " ".join(f"slurm_{k}={v}" for k, v in slurm.items())
         self.log.info(
             "start %s threads=%d mlflow=%s host=%s%s",
             name,
-            torch.get_num_threads(),
+            self.threads,
             self.run.via,
             socket.gethostname(),
             f" {where}" if where else "",
@@ -86,7 +91,9 @@ class Job:
         return self
 
     def metrics(self, values: dict[str, float], step: int = 0) -> None:
+        t0 = time.perf_counter()
         self.run.metrics(values, step)
+        self._tracking += time.perf_counter() - t0
 
     def progress(
         self, step: int, total: int, every: float = 30.0, log_metrics: bool = True, **values: float
@@ -129,7 +136,9 @@ class Job:
         return True
 
     def artifact(self, path, folder: str | None = None) -> None:
+        t0 = time.perf_counter()
         self.run.artifact(path, folder)
+        self._tracking += time.perf_counter() - t0
 
     def __exit__(self, exc_type, exc, tb) -> None:
         """End the run, then say how the job went. Tracking never fails a job: a run no
@@ -140,7 +149,9 @@ class Job:
         else:
             self.run.metrics({"job.seconds": elapsed})
         try:
+            t0 = time.perf_counter()
             spooled = self.run.end("FINISHED" if exc is None else "FAILED")
+            self._tracking += time.perf_counter() - t0
             if spooled is not None:
                 self.log.warning(
                     "MLflow run not logged (%s); spooled to %s - replay it with "
@@ -148,6 +159,7 @@ class Job:
                     self.run.problem,
                     spooled,
                 )
+            self.log.info("%s", self.phases())
             if exc is None:
                 done = "done in %.2f s" + (" (MLflow run spooled)" if spooled else "")
                 self.log.info(done, time.monotonic() - self._t0)
@@ -156,6 +168,58 @@ class Job:
                 h.flush()
             if exc_type is KeyboardInterrupt:  # lifecycle: Ctrl-C ends the job now
                 _lifecycle.end_interrupted_job()
+
+    def phases(self) -> str:
+        """``phases wall=.. cpu=.. startup=.. startup_cpu=.. data=.. compute=.. tracking=..
+        write=..`` (seconds): the process's wall and CPU so far, of which interpreter start +
+        imports (up to Job()), input reads and output writes through ibrobust.io, MLflow
+        streaming, and the rest (compute). benchmarks/profile_workflow.py parses this line."""
+        startup, startup_cpu = self._startup
+        job = time.monotonic() - self._t0
+        data, write = io.SECONDS["data"], io.SECONDS["write"]
+        compute = max(0.0, job - data - write - self._tracking)
+        values = {
+            "wall": startup + job,
+            "cpu": cpu_seconds(),
+            "startup": startup,
+            "startup_cpu": startup_cpu,
+            "data": data,
+            "compute": compute,
+            "tracking": self._tracking,
+            "write": write,
+        }
+        return "phases " + " ".join(f"{k}={v:.3f}" for k, v in values.items())
+
+
+def set_threads(n: int) -> int:
+    """Give torch ``n`` threads without importing it: jobs that never touch a tensor (figures,
+    tables, the ledger) skip torch's ~2 s import. Set now if the script already imported
+    torch, else through the environment torch reads when a later import loads it."""
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)
+    else:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(n)
+    return n
+
+
+def process_age() -> float:
+    """Wall seconds since this process started (Linux /proc; 0.0 where unknown)."""
+    try:
+        with open("/proc/self/stat") as fh:
+            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its finished children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _mask_record(record: logging.LogRecord) -> bool:

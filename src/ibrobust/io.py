@@ -11,20 +11,47 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import torch
+
+if TYPE_CHECKING:  # imported only where a tensor is saved or loaded (figure jobs skip it)
+    import torch
+
+# seconds this process spent reading inputs ("data") and writing outputs ("write") through
+# this module; the job wrapper logs them as phases (benchmarks/profile_workflow.py)
+SECONDS = {"data": 0.0, "write": 0.0}
+
+
+@contextlib.contextmanager
+def timed(phase: str) -> Iterator[None]:
+    """Add the block's wall time to ``SECONDS[phase]`` (nested blocks count once)."""
+    if getattr(timed, "_open", False):
+        yield
+        return
+    timed._open = True
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        SECONDS[phase] += time.perf_counter() - t0
+        timed._open = False
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; move it onto ``path`` on success only."""
-    path = Path(path)
+    with timed("write"):
+        yield from _atomic_path(Path(path))
+
+
+def _atomic_path(path: Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(
         prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent
@@ -42,10 +69,15 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             tmp_path.unlink()
 
 
+def _is_tensor(v: Any) -> bool:
+    """A torch tensor (without importing torch: none exists before torch is imported)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(v, torch.Tensor)
+
+
 def save_npz(path: str | os.PathLike, **arrays: np.ndarray | torch.Tensor) -> None:
     arrays = {
-        k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
-        for k, v in arrays.items()
+        k: (v.detach().cpu().numpy() if _is_tensor(v) else np.asarray(v)) for k, v in arrays.items()
     }
     # uncompressed: Gaussian float data does not compress, and zlib costs seconds per file
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
@@ -56,7 +88,7 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"expected an .npz file at {path}")
-    with np.load(path, allow_pickle=False) as z:
+    with timed("data"), np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
 
 
@@ -64,12 +96,23 @@ def save_torch(path: str | os.PathLike, obj: Any) -> None:
     """``torch.save`` through a file object: the zip's internal folder is then always
     ``archive`` (given a path, torch names it after the file, here the random temporary
     name), so identical tensors give identical bytes."""
+    import torch
+
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         torch.save(obj, fh)
 
 
 def load_torch(path: str | os.PathLike) -> Any:
-    return torch.load(path, map_location="cpu", weights_only=True)
+    import torch
+
+    with timed("data"):
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def read_csv(path: str | os.PathLike, **kwargs: Any) -> pd.DataFrame:
+    """``pandas.read_csv``, its time counted as the job's data phase."""
+    with timed("data"):
+        return pd.read_csv(path, **kwargs)
 
 
 def save_csv(path: str | os.PathLike, df: pd.DataFrame) -> None:
@@ -85,7 +128,7 @@ def save_json(path: str | os.PathLike, obj: Any) -> None:
 def _json_default(o: Any) -> Any:
     if isinstance(o, np.generic):
         return o.item()
-    if isinstance(o, np.ndarray | torch.Tensor):
+    if isinstance(o, np.ndarray) or _is_tensor(o):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 

@@ -380,6 +380,33 @@ def test_restarts_keep_per_example_worst_case(loss_name):
     assert n_changed > 0  # restarts mattered somewhere, so the test can tell
 
 
+@pytest.mark.parametrize("norm", NORMS)
+def test_outcome_only_skips_decided_points_same_outcome_same_stream(norm):
+    """outcome_only: points fooled by an early restart skip the later ones. Which points are
+    fooled is exactly that of all restarts; the generator ends in the same state (every
+    restart still draws its starts for the whole batch); a not-fooled point keeps the very
+    same example; a fooled point keeps its first fooling example."""
+    net = random_net(d=8, heads=4, m=5, seed=2, bias_scale=1.0)
+    g = gen("pts")
+    x = torch.randn(40, 8, generator=g)
+    fine = torch.randint(4, (40,), generator=g)
+    y = net.readout[fine]
+    eps = {"l2": [0.3, 1.0], "linf": [0.1, 0.4], "l1": [0.5, 2.0]}[norm]
+    cfg = PGDConfig(norm=norm, steps=3, restarts=4, step_size=0.5)
+    g_all, g_skip = torch_generator(5, "skip"), torch_generator(5, "skip")
+    full = pgd(net, x, y, fine, eps, "margin", cfg, g_all)
+    skip = pgd(net, x, y, fine, eps, "margin", cfg, g_skip, outcome_only=True)
+    assert torch.equal(g_all.get_state(), g_skip.get_state())
+    n_fooled = []
+    for r in range(len(eps)):
+        fooled_full = ~binary_correct(net, full[r], y)
+        fooled_skip = ~binary_correct(net, skip[r], y)
+        assert torch.equal(fooled_full, fooled_skip)
+        torch.testing.assert_close(skip[r][~fooled_skip], full[r][~fooled_full], rtol=0, atol=0)
+        n_fooled.append(int(fooled_skip.sum()))
+    assert any(0 < k < len(x) for k in n_fooled)  # some fooled (skipped), some attacked on
+
+
 # ---------------------------------------------------------------------------- universal
 
 

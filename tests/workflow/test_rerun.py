@@ -72,6 +72,26 @@ def test_readouts_change_reruns_no_training_and_no_2_class_attack(state_copy, tm
         assert plan.of(rule)[0].reason.startswith(("Params have changed", "Set of input")), rule
 
 
+def test_noop_rerun_plans_nothing(state_copy):
+    """Nothing changed: the dry run plans no job (its time is printed, not asserted)."""
+    run = snakemake(state_copy, "-n")
+    assert parse_dry_run(run).nothing_to_do, run.stdout
+    print(f"no-op dry run of the tiny workflow: {run.seconds:.1f} s")
+
+
+def test_added_seed_reruns_only_its_jobs(state_copy, tmp_path):
+    """A third seed: every planned per-run job is of seed 2 (its dataset, models, analyses
+    and attacks), the rest are the figures, tables and ledger that gather all seeds."""
+    overlay = write_yaml(tmp_path / "seed.yaml", {"studies": {"fa": {"seeds": [0, 1, 2]}}})
+    plan = parse_dry_run(snakemake(state_copy, "-n", configfiles=(TINY, overlay)))
+    per_run = [j for j in plan.jobs if "seed" in j.wildcards]
+    assert {j.wildcards["seed"] for j in per_run} == {"2"}, per_run
+    assert {"dataset", "train", "attack"} <= {j.rule for j in per_run}
+    gathering = {*FIGURE_RULES, "fa_summary_table", "fa_margin_gradient", "claims", "all"}
+    assert {j.rule for j in plan.jobs if "seed" not in j.wildcards} <= gathering, plan.stats
+    assert all(j.reason.startswith("Missing output") for j in per_run), per_run
+
+
 def test_plot_option_change_reruns_only_figures(state_copy, tmp_path):
     figs = state_copy / "results" / "fa" / "figures"
     sizes = {p.name: png_size(p) for p in figs.glob("*.png")}
@@ -156,6 +176,7 @@ OTHER_KINDS = [
     "analysis/prelu.py",
     "experiments/prelu.py",
     "plotting/prelu.py",
+    "analysis/prelu_radii.py",  # the reference radii: PRELU's figures, tables and claims
 ]
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-import torch
+
+if TYPE_CHECKING:  # torch is imported where a tensor is handled: critical_radius needs none
+    import torch
 
 
 def monotone_robust(correct: torch.Tensor, eps: torch.Tensor | list[float]) -> torch.Tensor:
@@ -14,6 +18,8 @@ def monotone_robust(correct: torch.Tensor, eps: torch.Tensor | list[float]) -> t
     example fooled at eps counts as fooled at all eps' >= eps (this only ever strengthens
     the attack). Rows are reordered internally by radius and returned in input order.
     """
+    import torch
+
     eps_t = torch.as_tensor(eps, dtype=torch.float64).reshape(-1)
     order = torch.argsort(eps_t)
     c = correct[order].clone()

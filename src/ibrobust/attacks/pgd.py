@@ -5,7 +5,9 @@ examples, processed ``batch_size`` pairs per forward/backward pass), with ``rest
 random starts, and keeps for each (radius, example) the perturbation with the *worst*
 outcome for the model: a successful one (the :class:`~ibrobust.attacks.tasks.Task` says
 the prediction is wrong) if any restart found one, otherwise the one with the highest
-attack loss. There is no early stopping: every restart runs all ``steps``.
+attack loss. Within a chunk, a point fooled by a restart skips the later restarts (its
+outcome is decided; the starts are still drawn, so the random stream does not shift); every
+restart runs all ``steps``.
 
 Inputs are (n, *s): flat (n, d) vectors (cluster data, no box) or images (n, C, H, W)
 in [0, 1] (``box=(0, 1)``); norms are taken over all non-batch dimensions.
@@ -138,12 +140,16 @@ def pgd(
     box: tuple[float, float] | None = None,
     *,
     task: Task | str = "binary",
+    outcome_only: bool = False,
 ) -> torch.Tensor:
     """Adversarial examples (R, n, *s) for inputs ``x`` (n, *s) and radii ``eps`` (R,).
 
     ``loss_fn(model, x, y, fine)`` (or its name in ``ATTACK_LOSSES``) is the per-example
     loss to maximise; ``task`` decides which restarts succeeded; ``box`` = (lo, hi) is the
-    input range (``x`` must lie in it), None for unbounded inputs.
+    input range (``x`` must lie in it), None for unbounded inputs. ``outcome_only``: the
+    caller needs only whether each point is fooled (robust accuracy), so a point fooled by
+    a restart skips the later ones and keeps its first fooling example (else the fooling
+    example of highest loss over all restarts); which points are fooled is the same.
     """
     if isinstance(loss_fn, str):
         loss_fn = get_attack_loss(loss_fn)
@@ -157,11 +163,11 @@ def pgd(
         raise ValueError(f"x must be (n, *s) with at least one feature dim, got {tuple(x.shape)}")
     r_, n, shape = eps_t.numel(), x.shape[0], tuple(x.shape[1:])
     xf = x.reshape(n, -1)  # (n, D): norms over all non-batch dims
-    l1_k = max(1, math.ceil(cfg.l1_top * xf.shape[1]))
+    rest = (shape, max(1, math.ceil(cfg.l1_top * xf.shape[1])), outcome_only)  # l1_k: moved
     if r_ == 1 and n <= cfg.batch_size:  # one chunk (e.g. adversarial training): no copies
         with attack_mode(model):
             eps_n = eps_t.expand(n)[:, None]  # (n, 1)
-            x_adv = _pgd_chunk(model, xf, y, fine, eps_n, loss_fn, cfg, gen, box, task, shape, l1_k)
+            x_adv = _pgd_chunk(model, xf, y, fine, eps_n, loss_fn, cfg, gen, box, task, *rest)
         return x_adv.reshape(1, n, *shape)
     out = torch.empty(r_, n, xf.shape[1], dtype=x.dtype, device=x.device)
     with attack_mode(model):
@@ -171,64 +177,73 @@ def pgd(
         for lo in range(0, r_ * n, cfg.batch_size):
             sl = slice(lo, lo + cfg.batch_size)
             ir, ie = idx_r[sl], idx_n[sl]
+            e = eps_t[ir, None]
             out[ir, ie] = _pgd_chunk(
-                model,
-                xf[ie],
-                y[ie],
-                fine[ie],
-                eps_t[ir, None],
-                loss_fn,
-                cfg,
-                gen,
-                box,
-                task,
-                shape,
-                l1_k,
+                model, xf[ie], y[ie], fine[ie], e, loss_fn, cfg, gen, box, task, *rest
             )
     return out.reshape(r_, n, *shape)
 
 
-def _pgd_chunk(model, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k):
-    """Worst case over restarts for a chunk: x (b, D) flat, eps (b, 1) -> x_adv (b, D)."""
+def _pgd_chunk(
+    model, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k, outcome_only=False
+):
+    """Worst case over restarts for a chunk: x (b, D) flat, eps (b, 1) -> x_adv (b, D).
 
-    def unflat(v: torch.Tensor) -> torch.Tensor:  # (b, D) -> (b, *s) for the model
-        return v.reshape(-1, *shape)
-
+    ``outcome_only``: a point fooled by a restart keeps that example and skips the later
+    restarts (its outcome is decided). Every restart still draws its random starts for the
+    whole chunk, so the generator's stream, and every other point's attack, do not shift."""
     best = x.clone()
     best_loss = torch.full((x.shape[0],), -float("inf"), dtype=x.dtype, device=x.device)
     best_fooled = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
-    alpha = cfg.step_size * eps  # (b, 1)
     for _ in range(cfg.restarts):
         delta = (
             _random_start(x.shape, eps, cfg.norm, gen) if cfg.random_start else torch.zeros_like(x)
         )
-        if box is not None:
-            delta = (x + delta).clamp(*box) - x
-        for _ in range(cfg.steps):
-            with torch.enable_grad():  # also when called under no_grad
-                delta.requires_grad_(True)
-                loss = loss_fn(model, unflat(x + delta), y, fine)
-                (grad,) = torch.autograd.grad(loss.sum(), delta)
-            with torch.no_grad():
-                if cfg.norm == "l1" and box is not None:  # drop moves the box would undo
-                    x_cur = x + delta
-                    blocked = ((x_cur <= box[0]) & (grad < 0)) | ((x_cur >= box[1]) & (grad > 0))
-                    grad = grad.masked_fill(blocked, 0.0)
-                delta = _project(delta + alpha * _steepest(grad, cfg.norm, l1_k), eps, cfg.norm)
-                if box is not None:
-                    delta = (x + delta).clamp(*box) - x
         if cfg.restarts == 1:  # the only restart's last iterate is the result: skip judging it
-            return (x + delta).detach()
+            return _pgd_run(model, x, y, fine, eps, delta, loss_fn, cfg, box, shape, l1_k)
+        skip = outcome_only and bool(best_fooled.any())
+        todo = torch.nonzero(~best_fooled).flatten() if skip else None
+        if todo is not None and todo.numel() == 0:
+            continue  # all fooled: the remaining restarts only draw their starts
+        xs, ys, fs, es, ds = (_rows(v, todo) for v in (x, y, fine, eps, delta))
+        x_adv = _pgd_run(model, xs, ys, fs, es, ds, loss_fn, cfg, box, shape, l1_k)
         with torch.no_grad():
-            x_adv = x + delta
-            loss = loss_fn(model, unflat(x_adv), y, fine)
-            fooled = ~task.correct(model, unflat(x_adv), y, fine)
+            loss = loss_fn(model, x_adv.reshape(-1, *shape), ys, fs)
+            fooled = ~task.correct(model, x_adv.reshape(-1, *shape), ys, fs)
             # better = fooled where not yet fooled, else higher loss within the same status
-            better = (fooled & ~best_fooled) | ((fooled == best_fooled) & (loss > best_loss))
-            best[better] = x_adv[better]
-            best_loss = torch.where(better, loss, best_loss)
-            best_fooled |= fooled
+            b_fooled, b_loss = _rows(best_fooled, todo), _rows(best_loss, todo)
+            better = (fooled & ~b_fooled) | ((fooled == b_fooled) & (loss > b_loss))
+            sel = torch.nonzero(better).flatten()
+            rows = sel if todo is None else todo[sel]
+            best[rows] = x_adv[sel]
+            best_loss[rows] = loss[sel]
+            best_fooled[rows] = b_fooled[sel] | fooled[sel]
     return best.detach()
+
+
+def _rows(v: torch.Tensor, idx: torch.Tensor | None) -> torch.Tensor:
+    return v if idx is None else v[idx]
+
+
+def _pgd_run(model, x, y, fine, eps, delta, loss_fn, cfg, box, shape, l1_k):
+    """One restart's ``cfg.steps`` steps from the start ``delta`` (b, D) -> x + delta."""
+    alpha = cfg.step_size * eps  # (b, 1)
+    if box is not None:
+        delta = (x + delta).clamp(*box) - x
+    for _ in range(cfg.steps):
+        with torch.enable_grad():  # also when called under no_grad
+            delta.requires_grad_(True)
+            loss = loss_fn(model, (x + delta).reshape(-1, *shape), y, fine)
+            (grad,) = torch.autograd.grad(loss.sum(), delta)
+        with torch.no_grad():
+            if cfg.norm == "l1" and box is not None:  # drop moves the box would undo
+                x_cur = x + delta
+                blocked = ((x_cur <= box[0]) & (grad < 0)) | ((x_cur >= box[1]) & (grad > 0))
+                grad = grad.masked_fill(blocked, 0.0)
+            delta = _project(delta + alpha * _steepest(grad, cfg.norm, l1_k), eps, cfg.norm)
+            if box is not None:
+                delta = (x + delta).clamp(*box) - x
+    return (x + delta).detach()
 
 
 # ---- the ``pgd`` kind of the attack suite (ibrobust.attacks.suite, ibrobust.kinds) ----------
@@ -256,5 +271,17 @@ def describe(spec: PGDSpec) -> dict:
 
 def run_spec(model, x, y, fine, eps: float, spec: PGDSpec, ctx, gen) -> torch.Tensor:
     """(n,) bool: still correct (under ``ctx.task``) after PGD at radius ``eps``."""
-    x_adv = pgd(model, x, y, fine, [eps], spec.loss, spec.cfg, gen, box=ctx.box, task=ctx.task)[0]
+    x_adv = pgd(
+        model,
+        x,
+        y,
+        fine,
+        [eps],
+        spec.loss,
+        spec.cfg,
+        gen,
+        box=ctx.box,
+        task=ctx.task,
+        outcome_only=True,
+    )[0]
     return correct_in_batches(ctx.task, model, x_adv, y, fine, ctx.eval_batch_size)

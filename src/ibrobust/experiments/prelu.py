@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ibrobust.analysis.prelu import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
+from ibrobust.analysis.prelu_radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
 
 # (norm, radius) columns of the paper's Table 1, in its order
 TABLE1_COLUMNS: list[tuple[str, float]] = [

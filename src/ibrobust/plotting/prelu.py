@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ibrobust.analysis.prelu import PRELU_ROBUST_RADIUS, relu_nonrobust_radius  # noqa: E402
+from ibrobust.analysis.prelu_radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius  # noqa: E402
 from ibrobust.experiments.prelu import OFFICIAL_PRETRAINED, PAPER_TABLE1  # noqa: E402
 from ibrobust.plotting.fa import _spread  # noqa: E402
 

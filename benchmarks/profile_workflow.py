@@ -1,0 +1,178 @@
+"""Time profile of a finished workflow run: CPU-seconds and wall per rule, study and phase.
+
+Reads a run directory (the one Snakemake ran in):
+  * ``results/logs/**.log``: each job's log. Its first line names the run
+    (``start <rule> <wildcards> @<study> threads=...``); the job wrapper
+    (workflow_scripts/_job.py) ends it with
+    ``phases wall=.. cpu=.. startup=.. startup_cpu=.. data=.. compute=.. tracking=.. write=..``:
+    the job process's wall and CPU seconds, and the wall seconds of its phases - interpreter
+    start + imports (up to ``Job()``; with its CPU), reading inputs and writing outputs
+    through ``ibrobust.io`` (writing a figure includes rendering it), MLflow streaming, and
+    the rest (compute).
+  * ``results/benchmarks/**.tsv``: Snakemake's benchmark file of the rules that declare one
+    (same relative path as the log). Where present, its ``s`` and ``cpu_time`` are the job's
+    wall and CPU (measured by Snakemake around the whole job), else the log's.
+
+Jobs without a ``phases`` line (still running, failed, or from before the line existed) are
+counted as "unprofiled" and left out. Wall times depend on the machine's load; CPU-seconds
+much less so.
+
+    python benchmarks/profile_workflow.py RUN_DIR [--baseline OTHER_RUN_DIR]
+        [--readme README.md]
+
+``--baseline`` adds per-rule medians of another run beside this one's (before/after).
+``--readme`` rewrites the block between ``<!-- profile:start -->`` and
+``<!-- profile:end -->`` of that file with the tables (never typed by hand).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+PHASES = ("startup", "data", "compute", "tracking", "write")
+START = re.compile(r" start (\S+) (.*?) @(\S+) threads=")
+PHASE_LINE = re.compile(r" phases ((?:\w+=[-\d.]+ ?)+)$")
+MARKERS = ("<!-- profile:start -->", "<!-- profile:end -->")
+
+
+def read_jobs(run_dir: Path) -> tuple[list[dict], int]:
+    """One dict per profiled job (rule, study, wall, cpu, the phases); and the number of
+    job logs without a phases line."""
+    jobs, unprofiled = [], 0
+    logs, bench = run_dir / "results" / "logs", run_dir / "results" / "benchmarks"
+    for log in sorted(logs.rglob("*.log")):
+        job = parse_log(log.read_text(errors="replace"))
+        if job is None:
+            unprofiled += 1
+            continue
+        tsv = bench / log.relative_to(logs).with_suffix(".tsv")
+        if tsv.is_file():
+            with open(tsv) as fh:
+                row = next(csv.DictReader(fh, delimiter="\t"), None)
+            if row and row.get("cpu_time") not in (None, "", "NA"):
+                job.update(wall=float(row["s"]), cpu=float(row["cpu_time"]), source="benchmark")
+        jobs.append(job)
+    return jobs, unprofiled
+
+
+def parse_log(text: str) -> dict | None:
+    lines = text.splitlines()
+    start = START.search(lines[0]) if lines else None
+    phases = next((m for line in reversed(lines) if (m := PHASE_LINE.search(line))), None)
+    if start is None or phases is None:
+        return None
+    values = {k: float(v) for k, v in (kv.split("=") for kv in phases.group(1).split())}
+    return {"rule": start.group(1), "study": start.group(3), "source": "log", **values}
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def rule_table(jobs: list[dict], baseline: list[dict] | None) -> list[str]:
+    by_rule = _group(jobs, "rule")
+    base = _group(baseline or [], "rule")
+    head = "| rule | jobs | CPU-s | wall-s | median CPU | median wall | median start-up (CPU) |"
+    sep = "|---|---:|---:|---:|---:|---:|---:|"
+    if baseline is not None:
+        head += " baseline: median CPU | median wall | median start-up (CPU) |"
+        sep += "---:|---:|---:|"
+    rows = [head, sep]
+    for rule, js in sorted(by_rule.items(), key=lambda kv: -_sum(kv[1], "cpu")):
+        row = (
+            f"| {rule} | {len(js)} | {_sum(js, 'cpu'):.0f} | {_sum(js, 'wall'):.0f} | "
+            f"{_med(js, 'cpu')} | {_med(js, 'wall')} | "
+            f"{_med(js, 'startup')} ({_med(js, 'startup_cpu')}) |"
+        )
+        if baseline is not None:
+            b = base.get(rule, [])
+            row += (
+                f" {_med(b, 'cpu')} | {_med(b, 'wall')} | "
+                f"{_med(b, 'startup')} ({_med(b, 'startup_cpu')}) |"
+            )
+        rows.append(row)
+    return rows
+
+
+def study_table(jobs: list[dict]) -> list[str]:
+    rows = ["| study | jobs | CPU-s | wall-s | start-up CPU-s |", "|---|---:|---:|---:|---:|"]
+    for study, js in sorted(_group(jobs, "study").items(), key=lambda kv: -_sum(kv[1], "cpu")):
+        rows.append(
+            f"| {study} | {len(js)} | {_sum(js, 'cpu'):.0f} | {_sum(js, 'wall'):.0f} | "
+            f"{_sum(js, 'startup_cpu'):.0f} |"
+        )
+    return rows
+
+
+def phase_table(jobs: list[dict]) -> list[str]:
+    total = sum(_sum(jobs, p) for p in PHASES) or float("nan")
+    rows = ["| phase | wall-s (sum over jobs) | share |", "|---|---:|---:|"]
+    for p in PHASES:
+        name = "interpreter + imports" if p == "startup" else p
+        rows.append(f"| {name} | {_sum(jobs, p):.0f} | {100 * _sum(jobs, p) / total:.0f} % |")
+    cpu, start_cpu = _sum(jobs, "cpu"), _sum(jobs, "startup_cpu")
+    rows.append(f"| (CPU: all / start-up) | {cpu:.0f} / {start_cpu:.0f} | |")
+    return rows
+
+
+def report(jobs: list[dict], unprofiled: int, baseline: list[dict] | None = None) -> str:
+    head = (
+        f"{len(jobs)} jobs profiled ({unprofiled} without a phases line), "
+        f"{_sum(jobs, 'cpu'):.0f} CPU-s, {_sum(jobs, 'wall'):.0f} s of job wall time in all."
+    )
+    parts = [head, "", *rule_table(jobs, baseline), "", *study_table(jobs), "", *phase_table(jobs)]
+    return "\n".join(parts) + "\n"
+
+
+def rewrite_readme(readme: Path, block: str) -> None:
+    text = readme.read_text()
+    a, b = MARKERS
+    if a not in text or b not in text:
+        raise SystemExit(f"{readme}: markers {a} ... {b} not found")
+    pre, rest = text.split(a, 1)
+    _, post = rest.split(b, 1)
+    readme.write_text(f"{pre}{a}\n{block}{b}{post}")
+
+
+def _group(jobs: list[dict], key: str) -> dict[str, list[dict]]:
+    out = defaultdict(list)
+    for j in jobs:
+        out[j[key]].append(j)
+    return out
+
+
+def _sum(jobs: list[dict], key: str) -> float:
+    return sum(j.get(key, 0.0) for j in jobs)
+
+
+def _med(jobs: list[dict], key: str) -> str:
+    m = median([j[key] for j in jobs if key in j])
+    return "-" if m != m else f"{m:.2f}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--baseline", type=Path, help="another run directory to compare with")
+    ap.add_argument("--readme", type=Path, help="rewrite this file's marked profile block")
+    args = ap.parse_args(argv)
+    jobs, unprofiled = read_jobs(args.run_dir)
+    if not jobs:
+        raise SystemExit(f"no profiled job logs under {args.run_dir / 'results' / 'logs'}")
+    baseline = read_jobs(args.baseline)[0] if args.baseline else None
+    text = report(jobs, unprofiled, baseline)
+    sys.stdout.write(text)
+    if args.readme:
+        rewrite_readme(args.readme, text)
+
+
+if __name__ == "__main__":
+    main()
