@@ -3,7 +3,7 @@
 # default target builds for the invocation's studies (only_studies, else the enabled ones;
 # claims of other outputs and studies are "not run", with the reason); editing a claim declaration changes only this rule's code hash, so only the
 # ledger reruns.
-from ibrobust.claims.ledger import ledger_inputs  # noqa: E402
+from ibrobust.claims.ledger import claims_modules, ledger_inputs  # noqa: E402
 
 # the ledger also goes onto the invocation's parent MLflow run (folder claims/)
 PARENT_ARTIFACTS.update({f: "claims" for f in CLAIMS_LEDGER + CLAIMS_LEDGER_ALL})
@@ -26,7 +26,7 @@ rule claims:
             only_studies=config["only_studies"],
             **{k: config[k] for k in ("datasets", "models", "optimizers")},
         ),
-        code=code("claims_ledger"),
+        code=code("claims_ledger", *claims_modules().values()),
     threads: 1
     resources:
         mem_mb=1000,
@@ -55,4 +55,4 @@ use rule claims as claims_all with:
             only_studies=list(STUDIES),
             **{k: config[k] for k in ("datasets", "models", "optimizers")},
         ),
-        code=code("claims_ledger"),
+        code=code("claims_ledger", *claims_modules().values()),

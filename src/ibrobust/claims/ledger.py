@@ -10,6 +10,8 @@ part not configured, output absent, no rows for the setting). :func:`ledger_mark
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -18,14 +20,6 @@ from types import ModuleType
 
 import pandas as pd
 
-from ibrobust.claims import (
-    feature_averaging,
-    feature_averaging_images,
-    margin,
-    prelu,
-    price_linear,
-    price_nn,
-)
 from ibrobust.claims.core import (
     NOT_RUN,
     VERDICTS,
@@ -35,15 +29,19 @@ from ibrobust.claims.core import (
     SummaryError,
     load_source,
 )
+from ibrobust.studies import REGISTRY
 
-# study kind -> the module declaring its SOURCES and claims(ctx)
+
+def claims_modules() -> dict[str, str]:
+    """Study kind -> the module declaring its SOURCES and claims(ctx): ``ibrobust.claims.<kind>``
+    for every registered kind that has one (a kind without claims has no module). The claims
+    rules hash these modules, so editing a claim declaration reruns only the ledger."""
+    names = {kind: f"ibrobust.claims.{kind}" for kind in REGISTRY}
+    return {kind: name for kind, name in names.items() if importlib.util.find_spec(name)}
+
+
 CLAIMS: dict[str, ModuleType] = {
-    "feature_averaging": feature_averaging,
-    "feature_averaging_images": feature_averaging_images,
-    "price_linear": price_linear,
-    "prelu": prelu,
-    "price_nn": price_nn,
-    "margin": margin,
+    kind: importlib.import_module(name) for kind, name in claims_modules().items()
 }
 
 COLUMNS = [
