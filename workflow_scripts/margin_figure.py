@@ -7,7 +7,7 @@ import pandas as pd
 from _figures import gather_csv, save_outputs
 from _job import Job
 
-from ibrobust.experiments.margin import robust_curves
+from ibrobust.experiments.margin_report import robust_curves
 from ibrobust.plotting import margin as plots
 
 p = snakemake.params

@@ -12,7 +12,7 @@ import pytest
 from ibrobust.claims.core import StudyContext
 from ibrobust.claims.margin import claims
 from ibrobust.experiments import margin_report as mr
-from ibrobust.experiments.margin import robust_curves
+from ibrobust.experiments.margin_report import robust_curves
 
 
 def _history():

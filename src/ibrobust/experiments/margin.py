@@ -28,7 +28,6 @@ from ibrobust.attacks.minimal_norm import (
     FABConfig,
     fab_distances,
     pgd_bisection,
-    robust_accuracy_curve,
 )
 from ibrobust.models.registry import BuildContext, build_model, model_readout
 from ibrobust.seeding import torch_generator
@@ -198,23 +197,3 @@ def checkpoint_robustness(
             df = point_robustness(net, xs, ys, data.boxed, cfg, gen)
             frames.append(df.assign(checkpoint=name, split=split))
     return pd.concat(frames, ignore_index=True)
-
-
-def robust_curves(points: pd.DataFrame, radii: dict) -> pd.DataFrame:
-    """Robust accuracy (fraction with distance > eps) per checkpoint, split, norm and eps;
-    a norm whose distances are all NaN (no box: no l_inf attack) is left out."""
-    rows = []
-    for (name, split), g in points.groupby(["checkpoint", "split"], sort=False):
-        for norm, grid in radii.items():
-            d = g[f"distance_{norm}"]
-            if d.isna().all():
-                continue
-            eps = np.asarray(grid, dtype=float)
-            acc = robust_accuracy_curve(
-                torch.from_numpy(d.fillna(0.0).to_numpy()), torch.from_numpy(eps)
-            )
-            rows += [
-                dict(checkpoint=name, split=split, norm=norm, eps=e, robust_acc=float(a))
-                for e, a in zip(eps, acc.numpy(), strict=True)
-            ]
-    return pd.DataFrame(rows)

@@ -152,3 +152,23 @@ def summary_markdown(summary: pd.DataFrame, notes: dict[str, dict]) -> str:
 
 def _fmt(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def robust_curves(points: pd.DataFrame, radii: dict) -> pd.DataFrame:
+    """Robust accuracy (fraction with distance > eps) per checkpoint, split, norm and eps;
+    a norm whose distances are all NaN (no box: no l_inf attack) is left out."""
+    rows = []
+    for (name, split), g in points.groupby(["checkpoint", "split"], sort=False):
+        for norm, grid in radii.items():
+            d = g[f"distance_{norm}"]
+            if d.isna().all():
+                continue
+            eps = np.asarray(grid, dtype=float)
+            # R(x) > eps, as ibrobust.attacks.minimal_norm.robust_accuracy_curve (torch-free here:
+            # the figure job needs no tensor)
+            acc = (d.fillna(0.0).to_numpy()[None, :] > eps[:, None]).mean(1)
+            rows += [
+                dict(checkpoint=name, split=split, norm=norm, eps=e, robust_acc=float(a))
+                for e, a in zip(eps, acc, strict=True)
+            ]
+    return pd.DataFrame(rows)
