@@ -22,11 +22,10 @@ from _machine import matmul_peak
 
 from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.data.images import make_dataset
-from ibrobust.experiments.networks import net_train_fields
 from ibrobust.models.fc import FCConfig, build_fc
 from ibrobust.models.image import ImageModelConfig, build_image_model
 from ibrobust.seeding import torch_generator
-from ibrobust.training.network import NetTrainConfig, train_network
+from ibrobust.training.network import NetTrainConfig, net_train_fields, train_network
 
 MNIST_2V7 = {"kind": "image", "source": "mnist", "split": "explicit", "positive": [2],
              "negative": [7], "download": False}  # fmt: skip

@@ -248,9 +248,9 @@ def plan(cfg: dict) -> None:
     typed configs of every dataset, optimizer and attack a study uses, the attack grids,
     and at least one attack for every attack job."""
     from ibrobust.data import clusters, images
-    from ibrobust.experiments import networks, price_linear
+    from ibrobust.experiments import price_linear
     from ibrobust.training.full_batch import GD_KEYS, GDConfig
-    from ibrobust.training.network import NetTrainConfig
+    from ibrobust.training.network import NetTrainConfig, net_train_fields
     from ibrobust.training.prelu import PreluTrainConfig, prelu_train_fields
 
     datasets = {**cfg["datasets"], **derived_datasets(cfg)}
@@ -294,7 +294,7 @@ def plan(cfg: dict) -> None:
                         for sup in part["supervisions"]:
                             PreluTrainConfig(**prelu_train_fields(opt, sup))
                     elif path == "network":
-                        NetTrainConfig(**networks.net_train_fields(opt))
+                        NetTrainConfig(**net_train_fields(opt))
             radii = part["radii"]
             per_dataset = isinstance(radii, dict) and set(radii) & set(part["datasets"])
             for grids in (

@@ -11,11 +11,16 @@ from torch import nn
 from ibrobust import kinds
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.data.dataset import dataset_from_arrays
-from ibrobust.experiments.networks import fit, net_train_fields
+from ibrobust.experiments.networks import fit
 from ibrobust.models.readout import readout_for
 from ibrobust.models.registry import BuildContext, build_model, load_model
 from ibrobust.training.losses import exponential_margin_loss, supervised_loss
-from ibrobust.training.network import NetTrainConfig, checkpoint_epochs, train_network
+from ibrobust.training.network import (
+    NetTrainConfig,
+    checkpoint_epochs,
+    net_train_fields,
+    train_network,
+)
 
 torch.set_num_threads(1)
 

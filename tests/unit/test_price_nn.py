@@ -15,14 +15,13 @@ from config_helpers import assert_rejected, bad_cases, merged
 from ibrobust.config import derived_optimizers, load_schema, validate_config
 from ibrobust.experiments import price_nn as P
 from ibrobust.experiments import price_nn_tables as T
-from ibrobust.experiments.networks import net_train_fields
 from ibrobust.models.fc import FCConfig, build_fc
 from ibrobust.plotting import price_nn as plots
 from ibrobust.seeding import torch_generator
 from ibrobust.studies import price_nn as study
 from ibrobust.training.adversarial import AdversarialConfig
 from ibrobust.training.curves import CurveRecorder
-from ibrobust.training.network import NetTrainConfig, train_network
+from ibrobust.training.network import NetTrainConfig, net_train_fields, train_network
 
 torch.set_num_threads(1)
 REPO = Path(__file__).resolve().parents[2]

@@ -21,7 +21,8 @@ EXPECTED = Counter(
     dataset=1,  # tiny_img, seed 0
     train=2,  # binary + multiclass
     analyze=2,
-    attack=2,
+    attack=1,  # the 2-class net (one score)
+    attack_readout=3,  # the 10-class net, once per readout of the study (sum, argmax, log_odds)
     cosine_figure=1,
     images_robust_figure=1,
     images_summary_table=1,
@@ -84,7 +85,8 @@ def test_dataset_file_and_meta(image_run):
 def test_models_learn_and_attacks_are_monotone(image_run):
     work = image_run[0]
     df = pd.read_csv(work / "results/tiny_images/figures/robust_accuracy_vs_radius.csv")
-    for sup, g in df.groupby("supervision"):
+    assert sorted(df.readout.unique()) == ["argmax", "log_odds", "sum"]
+    for (sup, _), g in df.groupby(["supervision", "readout"]):
         expected = {"pgd_margin_tiny", "worst"} | (
             {"pgd_ce_tiny"} if sup == "multiclass" else set()
         )
@@ -102,13 +104,15 @@ def test_models_learn_and_attacks_are_monotone(image_run):
 def test_summary_and_cosines(image_run):
     work = image_run[0]
     summary = pd.read_csv(work / "results/tiny_images/figures/summary.csv")
-    # one row per supervision and eps in {0 (clean), the report radius 1.0}
-    assert sorted(zip(summary.supervision, summary.eps, strict=True)) == [
-        ("binary", 0.0),
-        ("binary", 1.0),
-        ("multiclass", 0.0),
-        ("multiclass", 1.0),
-    ]
+    # one row per supervision, readout (the 2-class net's one score under each) and eps in
+    # {0 (clean), the report radius 1.0}
+    keys = zip(summary.supervision, summary.readout, summary.eps, strict=True)
+    assert sorted(keys) == sorted(
+        (sup, ro, eps)
+        for sup in ("binary", "multiclass")
+        for ro in ("sum", "argmax", "log_odds")
+        for eps in (0.0, 1.0)
+    )
     for col in (
         "robust_acc.worst.mean",
         "robust_acc.pgd_margin_tiny.mean",
@@ -119,12 +123,13 @@ def test_summary_and_cosines(image_run):
     fine = summary.set_index("supervision")["test.fine_acc.mean"]
     assert fine.loc["binary"].isna().all() and fine.loc["multiclass"].notna().all()
     curves = pd.read_csv(work / "results/tiny_images/figures/robust_accuracy_vs_radius.csv")
-    worst = curves[curves.attack == "worst"].set_index(["supervision", "eps"]).robust_acc
+    worst = curves[curves.attack == "worst"].set_index(["supervision", "readout", "eps"])
     for r in summary.itertuples():
-        assert (
-            abs(worst.loc[(r.supervision, r.eps)] - summary.loc[r.Index, "robust_acc.worst.mean"])
-            < 1e-9
-        )
+        w = worst.robust_acc.loc[(r.supervision, r.readout, r.eps)]
+        assert abs(w - summary.loc[r.Index, "robust_acc.worst.mean"]) < 1e-9
+    # the 2-class net has one score: the same numbers under every readout
+    binary = summary[summary.supervision == "binary"].groupby("eps")["robust_acc.worst.mean"]
+    assert (binary.nunique() == 1).all()
     cos = pd.read_csv(work / "results/tiny_images/figures/cosine_heatmaps.csv")
     # one row per (head, class): 2 heads x 10 classes and 10 heads x 10 classes
     assert cos.groupby("supervision").size().to_dict() == {"binary": 20, "multiclass": 100}

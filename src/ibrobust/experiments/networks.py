@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 import torch
@@ -34,75 +33,8 @@ from torch import nn
 from ibrobust import kinds
 from ibrobust.data.dataset import Dataset
 from ibrobust.models.registry import BuildContext, build_model, model_readout, model_state
-from ibrobust.training.adversarial import adversarial_from_dict
 from ibrobust.training.losses import supervised_correct
-from ibrobust.training.protocol import Fitted, Trainer, check_history
-
-# optimizers-registry keys -> NetTrainConfig fields, per kind
-_NET_KEYS = {
-    "gd": {
-        "lr": "lr",
-        "max_steps": "max_epochs",
-        "stop_loss": "stop_loss",
-        "log_every": "log_every",
-        "n_checkpoints": "n_checkpoints",
-        "norm": "norm",
-        "scale": "scale",
-        "loss": "loss",
-        "adversarial": "adversarial",
-        "eval_every": "eval_every",
-    },
-    **{
-        kind: {
-            "lr": "lr",
-            "epochs": "max_epochs",
-            "batch_size": "batch_size",
-            "weight_decay": "weight_decay",
-            "stop_loss": "stop_loss",
-            "log_every": "log_every",
-            "n_checkpoints": "n_checkpoints",
-            "loss": "loss",
-            "momentum": "momentum",
-            "betas": "betas",
-            "adversarial": "adversarial",
-            "eval_every": "eval_every",
-        }
-        for kind in ("sgd", "adam")
-    },
-}
-
-
-def net_train_fields(opt: dict) -> dict[str, Any]:
-    """NetTrainConfig fields of an ``optimizers`` entry of kind gd, sgd or adam."""
-    kind = opt.get("kind")
-    if kind not in _NET_KEYS:
-        raise ValueError(f"optimizer kind {kind!r} cannot train a network; use {sorted(_NET_KEYS)}")
-    keys = _NET_KEYS[kind]
-    fields: dict[str, Any] = {keys[k]: v for k, v in opt.items() if k in keys}
-    if "betas" in fields:
-        fields["betas"] = tuple(float(b) for b in fields["betas"])
-    if "adversarial" in fields:  # robust ERM (None or eps 0: plain ERM)
-        fields["adversarial"] = adversarial_from_dict(fields["adversarial"])
-    return {"algorithm": kind, **fields}
-
-
-def curve_recorder(opt: dict, cfg, data: Dataset, supervision: str, seed: int):
-    """The trainer's ``on_eval`` hook of an optimizer entry with ``eval_every`` (else None):
-    clean and robust (training attack) accuracy on the train set and the first
-    ``eval_points`` test points (:mod:`ibrobust.training.curves`)."""
-    if opt.get("eval_every") is None:
-        return None
-    from ibrobust.training.curves import CurveRecorder
-
-    tr, te = data.train, data.test
-    return CurveRecorder(
-        (tr.x, tr.y, tr.fine),
-        (te.x, te.y, te.fine),
-        supervision,
-        cfg.adversarial,
-        seed,
-        points=opt.get("eval_points"),
-    )
+from ibrobust.training.protocol import check_history
 
 
 @dataclass
@@ -155,8 +87,7 @@ def fit(
     ctx = BuildContext(data.input_shape, readout, seed, data.train.x)
     net = build_model(model, ctx)
     init = {k: v.detach().clone() for k, v in net.state_dict().items()}
-    fit_path = _ADAPTERS[path](trainer) if path in _ADAPTERS else trainer.fit_path
-    fitted = fit_path(net, data, supervision, opt, seed, on_log=on_log, device=device)
+    fitted = trainer.fit_path(net, data, supervision, opt, seed, on_log=on_log, device=device)
     net.load_state_dict(fitted.state)
     ckpts = {0: init, **fitted.checkpoints}
     ckpts.setdefault(fitted.epochs, net.state_dict())
@@ -183,24 +114,3 @@ def _checkpoint_fields(model: dict, init: dict, ckpts: dict, last: int) -> dict:
         "ckpt_weight": torch.stack([ckpts[s]["weight"].detach().clone() for s in steps]),
         "ckpt_bias": torch.stack([ckpts[s]["bias"].detach().clone() for s in steps]),
     }
-
-
-def _network_path(trainer) -> Trainer:
-    """``fit_path`` for :mod:`ibrobust.training.network`, which does not expose one yet
-    (its owner's change: move this adapter and :func:`net_train_fields` there)."""
-
-    def fit_path(net, data, supervision, optimizer, seed, on_log=None, device=None) -> Fitted:
-        tr = data.train
-        cfg = trainer.NetTrainConfig(**net_train_fields(optimizer))
-        curves = curve_recorder(optimizer, cfg, data, supervision, seed)
-        res = trainer.train_network(
-            net, tr.x, tr.y, tr.fine, supervision, cfg, seed, device, on_log, curves
-        )
-        checkpoints = {**res.checkpoints, res.epochs: net.state_dict()}
-        return Fitted(net.state_dict(), res.history, res.epochs, res.converged, checkpoints)
-
-    return fit_path
-
-
-# training paths whose module has no fit_path of its own yet
-_ADAPTERS: dict[str, Callable[[Any], Trainer]] = {"network": _network_path}

@@ -23,8 +23,7 @@ from torch import nn
 from ibrobust.seeding import torch_generator
 from ibrobust.training.adversarial import AdversarialConfig, perturb_batch
 from ibrobust.training.losses import supervised_correct
-
-CURVE_KEYS = ("train_acc", "test_acc", "robust_train_acc", "robust_test_acc")
+from ibrobust.training.protocol import CURVE_KEYS  # noqa: F401  (re-exported)
 
 
 class CurveRecorder:

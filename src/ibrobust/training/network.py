@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,8 +32,13 @@ from torch import nn
 
 from ibrobust.optim.steepest import NORMS, SCALES, SteepestDescent
 from ibrobust.seeding import torch_generator
-from ibrobust.training.adversarial import AdversarialConfig, batch_perturbation
+from ibrobust.training.adversarial import (
+    AdversarialConfig,
+    adversarial_from_dict,
+    batch_perturbation,
+)
 from ibrobust.training.losses import LOSSES, supervised_correct, supervised_loss
+from ibrobust.training.protocol import Fitted
 
 ALGORITHMS = ("gd", "sgd", "adam")
 
@@ -198,3 +204,82 @@ def train_network(
             break
     model.to("cpu").eval()
     return result
+
+
+# optimizers-registry keys -> NetTrainConfig fields, per kind
+_NET_KEYS = {
+    "gd": {
+        "lr": "lr",
+        "max_steps": "max_epochs",
+        "stop_loss": "stop_loss",
+        "log_every": "log_every",
+        "n_checkpoints": "n_checkpoints",
+        "norm": "norm",
+        "scale": "scale",
+        "loss": "loss",
+        "adversarial": "adversarial",
+        "eval_every": "eval_every",
+    },
+    **{
+        kind: {
+            "lr": "lr",
+            "epochs": "max_epochs",
+            "batch_size": "batch_size",
+            "weight_decay": "weight_decay",
+            "stop_loss": "stop_loss",
+            "log_every": "log_every",
+            "n_checkpoints": "n_checkpoints",
+            "loss": "loss",
+            "momentum": "momentum",
+            "betas": "betas",
+            "adversarial": "adversarial",
+            "eval_every": "eval_every",
+        }
+        for kind in ("sgd", "adam")
+    },
+}
+
+
+def net_train_fields(opt: dict) -> dict[str, Any]:
+    """NetTrainConfig fields of an ``optimizers`` entry of kind gd, sgd or adam."""
+    kind = opt.get("kind")
+    if kind not in _NET_KEYS:
+        raise ValueError(f"optimizer kind {kind!r} cannot train a network; use {sorted(_NET_KEYS)}")
+    keys = _NET_KEYS[kind]
+    fields: dict[str, Any] = {keys[k]: v for k, v in opt.items() if k in keys}
+    if "betas" in fields:
+        fields["betas"] = tuple(float(b) for b in fields["betas"])
+    if "adversarial" in fields:  # robust ERM (None or eps 0: plain ERM)
+        fields["adversarial"] = adversarial_from_dict(fields["adversarial"])
+    return {"algorithm": kind, **fields}
+
+
+def curve_recorder(opt: dict, cfg, data, supervision: str, seed: int):
+    """The trainer's ``on_eval`` hook of an optimizer entry with ``eval_every`` (else None):
+    clean and robust (training attack) accuracy on the train set and the first
+    ``eval_points`` test points (:mod:`ibrobust.training.curves`)."""
+    if opt.get("eval_every") is None:
+        return None
+    from ibrobust.training.curves import CurveRecorder
+
+    tr, te = data.train, data.test
+    return CurveRecorder(
+        (tr.x, tr.y, tr.fine),
+        (te.x, te.y, te.fine),
+        supervision,
+        cfg.adversarial,
+        seed,
+        points=opt.get("eval_points"),
+    )
+
+
+def fit_path(net, data, supervision, optimizer, seed, on_log=None, device=None) -> Fitted:
+    """The training path's :class:`~ibrobust.training.protocol.Trainer` call: ``net`` trained
+    in place on ``data.train`` by the ``optimizers`` entry ``optimizer`` (robust ERM and
+    curves as it asks), its last state among the checkpoints."""
+    tr = data.train
+    cfg = NetTrainConfig(**net_train_fields(optimizer))
+    curves = curve_recorder(optimizer, cfg, data, supervision, seed)
+    res = train_network(net, tr.x, tr.y, tr.fine, supervision, cfg, seed, device, on_log, curves)
+    checkpoints = {**res.checkpoints, res.epochs: net.state_dict()}
+    return Fitted(net.state_dict(), res.history, res.epochs, res.converged, checkpoints)

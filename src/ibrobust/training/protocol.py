@@ -26,6 +26,10 @@ from torch import nn
 
 from ibrobust.data.dataset import Dataset
 
+# the curve columns of a history row (optimizer eval_every; ibrobust.training.curves), here
+# with the rest of the history vocabulary so a job logs them without loading the attack
+CURVE_KEYS = ("train_acc", "test_acc", "robust_train_acc", "robust_test_acc")
+
 HISTORY_KEYS = ("epoch", "loss", "acc")  # every history row has these
 
 OnLog = Callable[[dict], None]
