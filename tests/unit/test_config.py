@@ -48,6 +48,4 @@ def test_scaling_sweep_may_go_below_n_train():
     """The sweeps' nets are attacked, never lambda-decomposed: d < n_train is fine there."""
     cfg = default_config()
     cfg["studies"]["fa"]["scaling"] = {"dataset": "clusters_d1000", "sweeps": {"d": [500, 1000]}}
-    assert validate_config(cfg, SCHEMA)["studies"]["fa"]["scaling"]["sweeps"] == {
-        "d": [500, 1000]
-    }
+    assert validate_config(cfg, SCHEMA)["studies"]["fa"]["scaling"]["sweeps"] == {"d": [500, 1000]}
