@@ -30,6 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -280,6 +281,36 @@ def plan_and_run(work: Path, configfile: Path, *args: str, label: str) -> tuple[
     if run.returncode != 0:
         pytest.fail(f"the tiny {label} workflow failed\n" + run.describe(), pytrace=False)
     return plan, run
+
+
+def fake_images(path: Path, n_train: int = 300, n_test: int = 100, seed: int = 0) -> None:
+    """10 classes of 8x8 grey images: class c lights row c % 8 (columns by c // 8) on noise."""
+    rng = np.random.default_rng(seed)
+
+    def split(n):
+        y = np.arange(n) % 10
+        x = rng.integers(0, 60, size=(n, 8, 8)).astype(np.uint8)
+        for i, c in enumerate(y):
+            cols = slice(0, 4) if c < 8 else slice(4, 8)
+            x[i, c % 8, cols] = 230
+        return x, y.astype(np.int64)
+
+    x_train, y_train = split(n_train)
+    x_test, y_test = split(n_test)
+    np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+
+
+def run_on_fake_images(
+    tmp_path_factory, configfile: Path, *args: str, label: str
+) -> tuple[Path, Path, Plan, Run]:
+    """:func:`fake_images` as ``tiny_images.npz`` under a fresh data root, then
+    :func:`plan_and_run` of ``args`` on ``configfile`` with ``data_root`` set to it:
+    (work dir, data root, plan, run)."""
+    root = tmp_path_factory.mktemp(f"{label}_data")
+    fake_images(root / "tiny_images.npz")
+    work = tmp_path_factory.mktemp(f"{label}_run")
+    plan, run = plan_and_run(work, configfile, *args, "--config", f"data_root={root}", label=label)
+    return work, root, plan, run
 
 
 def finished_rules(run: Run) -> Counter:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from smk_helpers import finished_rules, plan_and_run, snakemake
+from smk_helpers import finished_rules, run_on_fake_images, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -31,30 +31,9 @@ EXPECTED = Counter(
 )
 
 
-def fake_images(path: Path, n_train: int = 300, n_test: int = 100, seed: int = 0) -> None:
-    """10 classes of 8x8 grey images: class c lights row c % 8 (columns by c // 8) on noise."""
-    rng = np.random.default_rng(seed)
-
-    def split(n):
-        y = np.arange(n) % 10
-        x = rng.integers(0, 60, size=(n, 8, 8)).astype(np.uint8)
-        for i, c in enumerate(y):
-            cols = slice(0, 4) if c < 8 else slice(4, 8)
-            x[i, c % 8, cols] = 230
-        return x, y.astype(np.int64)
-
-    x_train, y_train = split(n_train)
-    x_test, y_test = split(n_test)
-    np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
-
-
 @pytest.fixture(scope="module")
 def image_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("image_data")
-    fake_images(root / "tiny_images.npz")
-    work = tmp_path_factory.mktemp("image_run")
-    plan, run = plan_and_run(work, CONFIG, "--config", f"data_root={root}", label="image")
-    return work, root, plan, run
+    return run_on_fake_images(tmp_path_factory, CONFIG, label="image")
 
 
 def test_plans_and_runs_every_image_rule(image_run):

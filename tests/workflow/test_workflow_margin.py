@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from smk_helpers import finished_rules, plan_and_run
-from test_workflow_images import fake_images
+from smk_helpers import finished_rules, run_on_fake_images
 
 pytestmark = pytest.mark.workflow
 
@@ -23,12 +22,7 @@ FIGURES = ("margins", "loss", "robust_accuracy", "distance_vs_margin")
 
 @pytest.fixture(scope="module")
 def margin_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("margin_data")
-    fake_images(root / "tiny_images.npz")
-    work = tmp_path_factory.mktemp("margin_run")
-    plan, run = plan_and_run(
-        work, CONFIG, "margin", "--config", f"data_root={root}", label="MARGIN"
-    )
+    work, _, plan, run = run_on_fake_images(tmp_path_factory, CONFIG, "margin", label="MARGIN")
     return work, plan, run
 
 

@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from smk_helpers import finished_rules, parse_dry_run, plan_and_run, snakemake
-from test_workflow_images import fake_images
+from smk_helpers import finished_rules, parse_dry_run, run_on_fake_images, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -45,10 +44,7 @@ GRIDS = {"linf": [0.0, 0.05, 0.3], "l2": [0.0, 1.0, 3.0], "l1": [0.0, 5.0, 12.0]
 
 @pytest.fixture(scope="module")
 def prelu_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("prelu_data")
-    fake_images(root / "tiny_images.npz")
-    work = tmp_path_factory.mktemp("prelu_run")
-    plan, run = plan_and_run(work, CONFIG, "prelu", "--config", f"data_root={root}", label="PRELU")
+    work, _, plan, run = run_on_fake_images(tmp_path_factory, CONFIG, "prelu", label="PRELU")
     return work, plan, run
 
 

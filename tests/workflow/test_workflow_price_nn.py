@@ -1,5 +1,5 @@
 """Study PRICE-NN end to end on a tiny fake image set (classes 2 vs 7 of the .npz that
-test_workflow_images writes), without ../shared/data: the generic dataset, train (robust ERM
+test_workflow_images writes; no real MNIST needed): the generic dataset, train (robust ERM
 at each derived eps optimizer, curves every eval_every epochs) and attack rules, then the
 study's figures, tables and summary; the curves reach MLflow as step-indexed metrics."""
 
@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from smk_helpers import finished_rules, plan_and_run
-from test_workflow_images import fake_images
+from smk_helpers import finished_rules, run_on_fake_images
 
 pytestmark = pytest.mark.workflow
 
@@ -29,11 +28,8 @@ EXPECTED = Counter(
 
 @pytest.fixture(scope="module")
 def price_nn_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("price_nn_data")
-    fake_images(root / "tiny_images.npz")
-    work = tmp_path_factory.mktemp("price_nn_run")
-    plan, run = plan_and_run(
-        work, CONFIG, "tiny_price_nn", "--config", f"data_root={root}", label="price_nn"
+    work, _, plan, run = run_on_fake_images(
+        tmp_path_factory, CONFIG, "tiny_price_nn", label="price_nn"
     )
     return work, plan, run
 
