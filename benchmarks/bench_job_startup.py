@@ -16,7 +16,6 @@ imports shows where the time goes; torch alone is ~2 CPU-seconds here.
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import resource
 import statistics
@@ -24,6 +23,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from ibrobust.provenance import imported_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = [
@@ -40,16 +41,6 @@ DEFAULT = [
     "claims_ledger.py",
 ]
 PROBE = "import sys\n{imports}\nprint('torch' in sys.modules)"
-
-
-def imported_modules(script: Path) -> list[str]:
-    mods = set()
-    for node in ast.walk(ast.parse(script.read_text())):
-        if isinstance(node, ast.Import):
-            mods |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            mods.add(node.module)
-    return sorted(mods - {"__future__"})
 
 
 def start_once(checkout: Path, script: str) -> tuple[float, float, bool]:

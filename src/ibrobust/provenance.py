@@ -44,16 +44,28 @@ def _module_file(dotted: str) -> Path | None:
     return None
 
 
-def _imports(path: Path) -> set[str]:
-    """Dotted names a file imports (``from a import b`` yields both a and a.b)."""
+def _import_pairs(path: Path):
+    """(module, imported name or None) of every absolute import in a file, anywhere in it."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
+            yield from ((a.name, None) for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{a.name}" for a in node.names)
+            yield from ((node.module, a.name) for a in node.names)
+
+
+def imported_modules(path: str | Path) -> list[str]:
+    """The absolute modules a file imports (top level and inside functions), sorted."""
+    return sorted({m for m, _ in _import_pairs(Path(path))} - {"__future__"})
+
+
+def _imports(path: Path) -> set[str]:
+    """Dotted names a file imports (``from a import b`` yields both a and a.b)."""
+    names: set[str] = set()
+    for module, name in _import_pairs(path):
+        names.add(module)
+        if name is not None:
+            names.add(f"{module}.{name}")
     return names
 
 

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from ibrobust.provenance import imported_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "workflow_scripts"
@@ -28,17 +29,6 @@ LIGHT = sorted(
     for p in SCRIPTS.glob("*.py")
     if p.stem.endswith(("_figure", "_table", "_table1")) or p.stem.startswith("claims_")
 ) + ["_job.py", "_figures.py"]
-
-
-def imported_modules(script: Path) -> list[str]:
-    """The absolute modules a script imports (top level and inside functions)."""
-    mods = set()
-    for node in ast.walk(ast.parse(script.read_text())):
-        if isinstance(node, ast.Import):
-            mods |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            mods.add(node.module)
-    return sorted(mods - {"__future__"})
 
 
 # one interpreter for all scripts: torch is blocked, and a script whose imports need it fails
