@@ -16,7 +16,6 @@ from ibrobust.config import load_schema, validate_config
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema(REPO / "schemas" / "config.schema.yaml")
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
-TINY = yaml.safe_load((REPO / "tests" / "workflow" / "configs" / "tiny_margin.yaml").read_text())
 W = "studies.margin"
 
 

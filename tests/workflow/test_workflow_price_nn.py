@@ -74,4 +74,4 @@ def test_curves_are_step_indexed_mlflow_metrics(price_nn_run):
         by_run.setdefault(run_id, []).append(step)
     assert len(by_run) == FC_RUNS + CNN_RUNS
     fc_steps = [sorted(s) for s in by_run.values() if len(s) == 3]
-    assert len(fc_steps) == FC_RUNS and fc_steps[0] == [4, 8, 12]
+    assert len(fc_steps) == FC_RUNS and all(s == [4, 8, 12] for s in fc_steps)

@@ -56,7 +56,7 @@ import torch
 from torch import nn
 
 from ibrobust.attacks.mode import attack_mode
-from ibrobust.attacks.tasks import Task, get_task, strict_keys
+from ibrobust.attacks.tasks import Task, correct_in_batches, get_task, strict_keys
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +279,7 @@ def autoattack(
                     x, task.labels(y, fine).to(x.device), batch_size=cfg.batch_size
                 )
         # re-judge by the task (x_adv is x wherever AutoAttack found nothing)
-        correct = _judge(task, model, x_adv, y, fine, cfg.batch_size)
+        correct = correct_in_batches(task, model, x_adv, y, fine, cfg.batch_size)
     return AutoAttackResult(correct, x_adv, settings)
 
 
@@ -296,22 +296,6 @@ def _check_inputs(x, y, fine, eps: float, seed: int) -> None:
     if x.numel() and (x.min() < 0 or x.max() > 1):
         raise ValueError(
             f"AutoAttack needs inputs in [0, 1], got values in [{x.min():.4g}, {x.max():.4g}]"
-        )
-
-
-def _judge(task: Task, model: nn.Module, x_adv, y, fine, batch_size: int) -> torch.Tensor:
-    """(n,) bool: the task's verdict on the returned points, in batches."""
-    with torch.no_grad():
-        return torch.cat(
-            [
-                task.correct(
-                    model,
-                    x_adv[lo : lo + batch_size],
-                    y[lo : lo + batch_size],
-                    fine[lo : lo + batch_size],
-                )
-                for lo in range(0, x_adv.shape[0], batch_size)
-            ]
         )
 
 

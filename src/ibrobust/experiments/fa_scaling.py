@@ -57,7 +57,9 @@ def scaling_table(
     return pd.DataFrame(rows)
 
 
-def _slope(x: pd.Series, y: pd.Series) -> float:
+def loglog_slope(x: pd.Series, y: pd.Series) -> float:
+    """Least-squares slope of log y on log x over the points with y > 0 (NaN: fewer than two
+    distinct x)."""
     ok = y.notna() & (y > 0)
     if ok.sum() < 2 or x[ok].nunique() < 2:
         return float("nan")
@@ -73,12 +75,12 @@ def scaling_slopes(table: pd.DataFrame) -> pd.DataFrame:
     keys = ["key", "label", "model", "optimizer", "readout"]
     for grp, g in table.groupby(keys, sort=False):
         mean = g.groupby("value").critical_radius.mean()
-        per_seed = [_slope(s.value, s.critical_radius) for _, s in g.groupby("seed")]
+        per_seed = [loglog_slope(s.value, s.critical_radius) for _, s in g.groupby("seed")]
         per_seed = [v for v in per_seed if np.isfinite(v)]
         rows.append(
             {
                 **dict(zip(keys, grp, strict=True)),
-                "slope": _slope(pd.Series(mean.index), pd.Series(mean.to_numpy())),
+                "slope": loglog_slope(pd.Series(mean.index), pd.Series(mean.to_numpy())),
                 "slope.seed_mean": float(np.mean(per_seed)) if per_seed else float("nan"),
                 "slope.seed_std": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else 0.0,
                 "values": int(mean.notna().sum()),

@@ -17,6 +17,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from ibrobust.experiments.fa_scaling import loglog_slope  # noqa: E402
+
 COMBO = ["dataset", "model", "optimizer"]
 PALETTE = {"binary": "tab:red", "multiclass": "tab:blue", "robust reference": "tab:green"}
 
@@ -187,12 +189,7 @@ def critical_radius_scaling(df: pd.DataFrame, style: str = "whitegrid") -> plt.F
         one = sub[(sub.label == "multiclass") | (sub.readout == first)]
         for (lab, ro), g in one.groupby(["label", "readout"], sort=False):
             s = g.groupby("value").critical_radius.agg(["mean", "std"]).reset_index()
-            ok = s["mean"].notna() & (s["mean"] > 0)
-            slope = (
-                np.polyfit(np.log(s.value[ok]), np.log(s["mean"][ok]), 1)[0]
-                if ok.sum() >= 2
-                else float("nan")
-            )
+            slope = loglog_slope(s.value, s["mean"])
             ax.errorbar(
                 s.value,
                 s["mean"],

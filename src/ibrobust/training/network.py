@@ -276,10 +276,10 @@ def curve_recorder(opt: dict, cfg, data, supervision: str, seed: int):
 def fit_path(net, data, supervision, optimizer, seed, on_log=None, device=None) -> Fitted:
     """The training path's :class:`~ibrobust.training.protocol.Trainer` call: ``net`` trained
     in place on ``data.train`` by the ``optimizers`` entry ``optimizer`` (robust ERM and
-    curves as it asks), its last state among the checkpoints."""
+    curves as it asks)."""
     tr = data.train
     cfg = NetTrainConfig(**net_train_fields(optimizer))
     curves = curve_recorder(optimizer, cfg, data, supervision, seed)
     res = train_network(net, tr.x, tr.y, tr.fine, supervision, cfg, seed, device, on_log, curves)
-    checkpoints = {**res.checkpoints, res.epochs: net.state_dict()}
-    return Fitted(net.state_dict(), res.history, res.epochs, res.converged, checkpoints)
+    # the last epoch's state is Fitted.state (the caller adds it to the iterates)
+    return Fitted(net.state_dict(), res.history, res.epochs, res.converged, res.checkpoints)
