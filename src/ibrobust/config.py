@@ -233,7 +233,7 @@ def _check_references(cfg: dict) -> None:
 def check_adversarial(adv: dict, where: str) -> None:
     """A robust-ERM block (ibrobust.training.adversarial): eps >= 0, an l_inf eps inside the
     input box's width ([0, 1] for images); ConfigError naming the key."""
-    from ibrobust.training.adversarial import adversarial_from_dict
+    from ibrobust.training.adversarial_config import adversarial_from_dict
 
     try:
         adversarial_from_dict(adv)

@@ -14,6 +14,7 @@ from ibrobust.training.adversarial import (
     adversarial_from_dict,
     batch_perturbation,
     perturb_batch,
+    pgd_config,
 )
 from ibrobust.training.network import NetTrainConfig, train_network
 
@@ -157,7 +158,7 @@ def test_bad_adversarial_settings_are_refused_naming_the_key(entry, match):
 
 def test_l2_eps_above_one_is_allowed_and_defaults_follow_madry():
     assert adversarial_from_dict({"eps": 2.0, "norm": "l2"}).eps == 2.0
-    pgd = adversarial_from_dict({"eps": 0.1}).pgd_config()
+    pgd = pgd_config(adversarial_from_dict({"eps": 0.1}))
     assert (pgd.norm, pgd.steps, pgd.restarts, pgd.random_start) == ("linf", 10, 1, True)
     assert pgd.step_size == pytest.approx(0.25)  # 2.5 * eps / 10, relative to eps
 

@@ -32,15 +32,17 @@ Random starts are drawn from one generator per training run, ``torch_generator(s
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from ibrobust.attacks.pgd import NORMS, PGDConfig, pgd
+from ibrobust.attacks.pgd import PGDConfig, pgd
 from ibrobust.seeding import torch_generator
+from ibrobust.training.adversarial_config import (  # noqa: F401  (adversarial_from_dict re-exported)
+    AdversarialConfig,
+    adversarial_from_dict,
+)
 
 # supervision -> the attack loss whose ascent equals that of the training loss (see above)
 ATTACK_LOSS = {"binary": "margin", "multiclass": "ce"}
@@ -50,70 +52,17 @@ TASK = {"binary": "binary", "multiclass": "fine"}
 Perturbation = Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-@dataclass(frozen=True)
-class AdversarialConfig:
-    eps: float = 0.0  # radius of the training threat model; 0 = plain ERM
-    norm: str = "linf"  # "linf", "l2" or "l1"
-    steps: int = 10
-    step_size: float | None = None  # relative to eps; None = 2.5 / steps (Madry's rule)
-    random_start: bool = True
-    box: tuple[float, float] | None = (0.0, 1.0)  # input range (None: unbounded inputs)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.eps, bool) or not isinstance(self.eps, int | float):
-            raise ValueError(f"eps must be a number, got {self.eps!r}")
-        if not (math.isfinite(self.eps) and self.eps >= 0):
-            raise ValueError(f"eps must be finite and >= 0, got {self.eps}")
-        if self.norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
-        if self.box is not None:
-            lo, hi = (float(v) for v in self.box)
-            if not lo < hi:
-                raise ValueError(f"box must be (lo, hi) with lo < hi, got {self.box!r}")
-            object.__setattr__(self, "box", (lo, hi))
-            if self.norm == "linf" and self.eps > hi - lo:
-                raise ValueError(
-                    f"eps={self.eps} is outside [0, {hi - lo}]: an l_inf ball wider than the "
-                    f"input box {self.box} lets the attack reach every input"
-                )
-        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 1:
-            raise ValueError(f"steps must be a positive integer, got {self.steps!r}")
-        if self.step_size is not None and not self.step_size > 0:
-            raise ValueError(f"step_size must be > 0 or null, got {self.step_size}")
-        if not isinstance(self.random_start, bool):
-            raise ValueError(f"random_start must be true or false, got {self.random_start!r}")
-
-    @property
-    def active(self) -> bool:
-        """False for plain ERM (eps = 0)."""
-        return self.eps > 0
-
-    def pgd_config(self) -> PGDConfig:
-        """The PGD run on each batch: one restart (the last iterate), the whole batch at once."""
-        step = 2.5 / self.steps if self.step_size is None else self.step_size
-        return PGDConfig(
-            norm=self.norm,
-            steps=self.steps,
-            restarts=1,
-            step_size=step,
-            random_start=self.random_start,
-            batch_size=1 << 30,
-        )
-
-
-def adversarial_from_dict(d: Mapping | None) -> AdversarialConfig:
-    """Typed config from a workflow entry (None -> plain ERM; unknown keys are an error
-    naming them; a box list becomes a tuple)."""
-    if d is None:
-        return AdversarialConfig()
-    names = {f.name for f in fields(AdversarialConfig)}
-    unknown = sorted(set(d) - names)
-    if unknown:
-        raise ValueError(f"unknown adversarial key(s) {unknown}; expected some of {sorted(names)}")
-    kw = dict(d)
-    if isinstance(kw.get("box"), list):
-        kw["box"] = tuple(kw["box"])
-    return AdversarialConfig(**kw)
+def pgd_config(cfg: AdversarialConfig) -> PGDConfig:
+    """The PGD run on each batch: one restart (the last iterate), the whole batch at once."""
+    step = 2.5 / cfg.steps if cfg.step_size is None else cfg.step_size
+    return PGDConfig(
+        norm=cfg.norm,
+        steps=cfg.steps,
+        restarts=1,
+        step_size=step,
+        random_start=cfg.random_start,
+        batch_size=1 << 30,
+    )
 
 
 def perturb_batch(
@@ -138,7 +87,7 @@ def perturb_batch(
         fine,
         [cfg.eps],
         ATTACK_LOSS[supervision],
-        cfg.pgd_config(),
+        pgd_config(cfg),
         gen,
         box=cfg.box,
         task=TASK[supervision],
