@@ -80,9 +80,7 @@ rule margin_robustness:
 
 rule margin_figure:
     input:
-        history=lambda w: _margin.files(w.study, STUDIES[w.study], "history.csv"),
-        table=lambda w: _margin.files(w.study, STUDIES[w.study], "checkpoints.csv"),
-        points=lambda w: _margin.files(w.study, STUDIES[w.study], "points.csv"),
+        unpack(lambda w: _margin.figure_inputs(w.study, STUDIES[w.study], w.figure)),
     output:
         png=report("results/{study}/figures/{figure}.png", caption="../report/margin/figure.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/{figure}.pdf",
@@ -97,10 +95,6 @@ rule margin_figure:
         radii=lambda w: STUDIES[w.study]["robustness"]["radii"],
         plots=plot_params,
         code=code("margin_figure"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -125,10 +119,6 @@ rule margin_summary:
         runs=lambda w: _margin.runs(STUDIES[w.study]),
         radii=lambda w: STUDIES[w.study]["robustness"]["radii"],
         code=code("margin_summary"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:

@@ -35,10 +35,6 @@ rule price_nn_figures:
         curve_n=lambda w: _price_nn.curve_n(STUDIES[w.study]),
         plots=plot_params,
         code=code("price_nn_figures"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     conda:
         "../envs/ibrobust.yaml"
     script:

@@ -49,6 +49,17 @@ def files(study: str, st: dict, tail: str) -> list[str]:
     return [f"{run_dir(study, r)}/{tail}" for r in runs(st)]
 
 
+def figure_inputs(study: str, st: dict, figure: str) -> dict[str, list[str]]:
+    """What one figure reads: the histories and checkpoint tables (margins, loss) or the
+    per-point distances (robust_accuracy, distance_vs_margin), so the first two neither wait
+    for nor rerun with the robustness jobs."""
+    if figure in ("margins", "loss"):
+        return dict(
+            history=files(study, st, "history.csv"), table=files(study, st, "checkpoints.csv")
+        )
+    return dict(points=files(study, st, "points.csv"))
+
+
 def training(cfg: dict, st: dict, model: str) -> dict[str, Any]:
     """What a training job runs: the model entry, the supervision and the schedule."""
     return dict(model=cfg["models"][model], supervision=st["supervision"], **st["training"])
