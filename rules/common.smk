@@ -18,6 +18,9 @@ use_checkout_library(workflow.basedir)
 import _tracking  # noqa: E402  (workflow_scripts/_tracking/: the only MLflow code)
 import _preflight  # noqa: E402  (workflow_scripts/_preflight.py: image data checked in onstart)
 import _lifecycle  # noqa: E402  (workflow_scripts/_lifecycle.py: invocation pid/host, stale locks)
+import _scheduler  # noqa: E402  (workflow_scripts/_scheduler.py: Snakemake's timer chains)
+
+_scheduler.coalesce_reevaluations()  # one pending scheduler re-evaluation, not one per job
 
 # a dead invocation's Snakemake locks go before Snakemake checks them
 if workflow.is_main_process:

@@ -86,35 +86,40 @@ def project_l1(delta: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
     return torch.where(inside, delta, proj)
 
 
-def _project(delta: torch.Tensor, eps: torch.Tensor, norm: str) -> torch.Tensor:
+def _project(delta: torch.Tensor, eps: torch.Tensor | float, norm: str) -> torch.Tensor:
+    """Onto the ball of radius ``eps``: (b, 1) per row, or one float for every row."""
     if norm == "linf":
+        if isinstance(eps, float):  # one radius: a single scalar clamp
+            return delta.clamp(-eps, eps)
         return torch.maximum(torch.minimum(delta, eps), -eps)
     if norm == "l1":
         return project_l1(delta, eps)
     nrm = delta.norm(dim=1, keepdim=True).clamp_min(1e-12)
-    return delta * torch.clamp(eps / nrm, max=1.0)
+    e = torch.tensor(eps, dtype=delta.dtype) if isinstance(eps, float) else eps  # exact division
+    return delta * torch.clamp(e / nrm, max=1.0)
 
 
 def _random_start(
-    shape: tuple[int, int], eps: torch.Tensor, norm: str, gen: torch.Generator
+    shape: tuple[int, int], eps: torch.Tensor | float, norm: str, gen: torch.Generator, like
 ) -> torch.Tensor:
-    """(b, D) uniform in the ball of radius eps (b, 1), drawn from ``gen`` on its device."""
+    """(b, D) uniform in the ball of radius eps ((b, 1) or one float), drawn from ``gen`` on
+    its device, returned with the dtype and on the device of the tensor ``like``."""
     b, d = shape
-    dt = eps.dtype
+    dt, dev = like.dtype, like.device
     if norm == "linf":
-        return (2 * torch.rand(shape, generator=gen, dtype=dt).to(eps.device) - 1) * eps
+        return (2 * torch.rand(shape, generator=gen, dtype=dt).to(dev) - 1) * eps
     if norm == "l1":
         # normalised exponentials are uniform on the simplex of D+1 coordinates; the first D
         # are uniform in {u >= 0, sum u <= 1}; random signs make it the l1 ball
         e = torch.empty(b, d + 1, dtype=dt).exponential_(generator=gen)
         u = e[:, :d] / e.sum(dim=1, keepdim=True)
         s = 2 * torch.randint(0, 2, shape, generator=gen).to(dt) - 1
-        return (u * s).to(eps.device) * eps
+        return (u * s).to(dev) * eps
     # uniform in the l2 ball: direction uniform on the sphere, radius eps * U^(1/D)
     g = torch.randn(shape, generator=gen, dtype=dt)
     g = g / g.norm(dim=1, keepdim=True).clamp_min(1e-12)
     r = torch.rand(b, 1, generator=gen, dtype=dt) ** (1.0 / d)
-    return (g * r).to(eps.device) * eps
+    return (g * r).to(dev) * eps
 
 
 def _steepest(grad: torch.Tensor, norm: str, l1_k: int) -> torch.Tensor:
@@ -166,7 +171,7 @@ def pgd(
     rest = (shape, max(1, math.ceil(cfg.l1_top * xf.shape[1])), outcome_only)  # l1_k: moved
     if r_ == 1 and n <= cfg.batch_size:  # one chunk (e.g. adversarial training): no copies
         with attack_mode(model):
-            eps_n = eps_t.expand(n)[:, None]  # (n, 1)
+            eps_n = float(eps_t[0])  # one radius: scalar ops, the same float32 values
             x_adv = _pgd_chunk(model, xf, y, fine, eps_n, loss_fn, cfg, gen, box, task, *rest)
         return x_adv.reshape(1, n, *shape)
     out = torch.empty(r_, n, xf.shape[1], dtype=x.dtype, device=x.device)
@@ -197,7 +202,9 @@ def _pgd_chunk(
     best_fooled = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
     for _ in range(cfg.restarts):
         delta = (
-            _random_start(x.shape, eps, cfg.norm, gen) if cfg.random_start else torch.zeros_like(x)
+            _random_start(x.shape, eps, cfg.norm, gen, x)
+            if cfg.random_start
+            else torch.zeros_like(x)
         )
         if cfg.restarts == 1:  # the only restart's last iterate is the result: skip judging it
             return _pgd_run(model, x, y, fine, eps, delta, loss_fn, cfg, box, shape, l1_k)
@@ -222,12 +229,16 @@ def _pgd_chunk(
 
 
 def _rows(v: torch.Tensor, idx: torch.Tensor | None) -> torch.Tensor:
-    return v if idx is None else v[idx]
+    return v if idx is None or not isinstance(v, torch.Tensor) else v[idx]
 
 
 def _pgd_run(model, x, y, fine, eps, delta, loss_fn, cfg, box, shape, l1_k):
-    """One restart's ``cfg.steps`` steps from the start ``delta`` (b, D) -> x + delta."""
-    alpha = cfg.step_size * eps  # (b, 1)
+    """One restart's ``cfg.steps`` steps from the start ``delta`` (b, D) -> x + delta; ``eps``
+    is (b, 1), or one float when every row has the same radius (fewer broadcast ops)."""
+    if isinstance(eps, float):  # the float32 product, as the (b, 1) path computes it
+        alpha = float(cfg.step_size * torch.tensor(eps, dtype=x.dtype))
+    else:
+        alpha = cfg.step_size * eps  # (b, 1)
     if box is not None:
         delta = (x + delta).clamp(*box) - x
     for _ in range(cfg.steps):

@@ -117,6 +117,13 @@ def adaptive_log_lr(
     return torch.clamp(torch.log(c) - log_loss, max=math.log(lr_max))
 
 
+# (norm, scale) whose direction is coordinate-wise: no joint vector is needed for the step
+SEPARABLE: dict[tuple[str, str], Callable[[torch.Tensor], torch.Tensor]] = {
+    ("l2", "dual"): lambda g: g,
+    ("linf", "unit"): torch.sign,
+}
+
+
 class SteepestDescent(torch.optim.Optimizer):
     """Steepest descent w.r.t. ``norm`` over the concatenation of all parameters.
 
@@ -206,17 +213,20 @@ class SteepestDescent(torch.optim.Optimizer):
         dtype = entries[0][1].grad.dtype
         for _, p in entries[1:]:
             dtype = torch.promote_types(dtype, p.grad.dtype)
-        flat = torch.cat([p.grad.reshape(-1).to(dtype) for _, p in entries])  # (P,)
-        direction = steepest_direction(flat, g0["norm"], scale=g0["scale"], tie=g0["tie"])  # (P,)
+        coordinatewise = SEPARABLE.get((g0["norm"], g0["scale"]))
+        if coordinatewise is not None and all(p.grad.dtype == dtype for _, p in entries):
+            # g or sign(g): each parameter's slice of the joint direction is its own
+            parts = [coordinatewise(p.grad) for _, p in entries]
+        else:
+            flat = torch.cat([p.grad.reshape(-1).to(dtype) for _, p in entries])  # (P,)
+            direction = steepest_direction(flat, g0["norm"], scale=g0["scale"], tie=g0["tie"])
+            parts = list(direction.split([p.numel() for _, p in entries]))
 
-        offset = 0
-        for group, p in entries:
-            k = p.numel()
+        for (group, p), part in zip(entries, parts, strict=True):
             if group["adaptive"]:
                 lr_max = group["lr"] if group["lr_max"] is None else group["lr_max"]
                 eta = float(torch.exp(adaptive_log_lr(log_loss, group["c"], lr_max)))
             else:
                 eta = group["lr"]
-            p.sub_(direction[offset : offset + k].view_as(p).to(p.dtype), alpha=eta)
-            offset += k
+            p.sub_(part.view_as(p).to(p.dtype), alpha=eta)
         return loss
