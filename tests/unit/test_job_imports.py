@@ -1,5 +1,7 @@
 """Figure, table and ledger jobs never touch a tensor, so they must not pay torch's import
-(~2 CPU-seconds per job): importing what such a script imports leaves torch unloaded."""
+(~2 CPU-seconds per job): importing what such a script imports leaves torch unloaded. Nor
+do figure jobs pay seaborn's and scipy's (~1.6 CPU-s; ibrobust.plotting.style draws what
+the figures took from seaborn)."""
 
 from __future__ import annotations
 
@@ -31,14 +33,18 @@ LIGHT = sorted(
 ) + ["_job.py", "_figures.py"]
 
 
-# one interpreter for all scripts: torch is blocked, and a script whose imports need it fails
-# to import (a failed module leaves sys.modules, so the next script that needs it fails too)
+FIGURES = [s for s in LIGHT if "_figure" in s]
+
+# one interpreter for all scripts: the packages in argv[2] are blocked, and a script whose
+# imports need one fails to import (a failed module leaves sys.modules, so the next script
+# that needs it fails too)
 PROBE = """
 import importlib.abc, json, sys
+BLOCKED = json.loads(sys.argv[2])
 class Block(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ImportError("torch blocked")
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{name} blocked")
 sys.meta_path.insert(0, Block())
 needs = []
 for script, modules in json.loads(sys.argv[1]).items():
@@ -46,18 +52,23 @@ for script, modules in json.loads(sys.argv[1]).items():
         for m in modules:
             __import__(m)
     except ImportError as err:
-        if "torch blocked" not in str(err):
+        if "blocked" not in str(err):
             raise
         needs.append(script)
 print(json.dumps(needs))
 """
 
 
-def scripts_needing_torch(scripts: list[str]) -> set[str]:
+def scripts_needing(scripts: list[str], blocked: list[str]) -> set[str]:
+    """The scripts whose imports need a package in ``blocked``."""
     arg = json.dumps({s: imported_modules(SCRIPTS / s) for s in scripts})
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(SCRIPTS)])}
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, arg], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", PROBE, arg, json.dumps(blocked)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return set(json.loads(out.stdout))
 
@@ -65,11 +76,20 @@ def scripts_needing_torch(scripts: list[str]) -> set[str]:
 def test_figure_table_and_ledger_jobs_do_not_import_torch():
     """Every figure/table/ledger script but the listed ones imports without torch; the
     listed ones do need it (else shrink the list), and so does training (the check can tell)."""
-    needs = scripts_needing_torch([*LIGHT, "train.py"])
+    needs = scripts_needing([*LIGHT, "train.py"], ["torch"])
     assert needs - set(TORCH_NEEDED) == {"train.py"}
     assert set(TORCH_NEEDED) <= needs, "now torch-free: drop from TORCH_NEEDED"
+
+
+def test_figure_jobs_import_neither_seaborn_nor_scipy(tmp_path):
+    """Torch allowed, so the figure scripts that need it are checked too; the last script,
+    which imports the LP module (scipy at its top), shows that the check can tell."""
+    lp = tmp_path / "lp_job.py"
+    lp.write_text("import ibrobust.analysis.linear_margin\n")
+    assert scripts_needing([*FIGURES, str(lp)], ["seaborn", "scipy"]) == {str(lp)}
 
 
 def test_the_light_scripts_are_found():
     assert {"fa_robust_figure.py", "fa_summary_table.py", "prelu_table1.py"} <= set(LIGHT)
     assert set(TORCH_NEEDED) <= set(LIGHT)
+    assert {"cosine_figure.py", "price_gap_difference_figure.py", "_figures.py"} <= set(FIGURES)

@@ -15,9 +15,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
 from ibrobust.experiments.fa_scaling import loglog_slope  # noqa: E402
+from ibrobust.plotting.style import heatmap, set_style  # noqa: E402
 
 COMBO = ["dataset", "model", "optimizer"]
 PALETTE = {"binary": "tab:red", "multiclass": "tab:blue", "robust reference": "tab:green"}
@@ -29,7 +29,7 @@ def _label(row) -> str:
 
 def cosine_heatmaps(df: pd.DataFrame, cmap: str = "RdBu_r", style: str = "whitegrid") -> plt.Figure:
     """Neurons x features cos(w_r, mu_j), one panel per (dataset/model/optimizer, supervision)."""
-    sns.set_style(style)
+    set_style(style)
     panels = list(df.groupby(COMBO + ["supervision"], sort=False))
     ncol = len(panels)
     fig, axes = plt.subplots(1, ncol, figsize=(4.2 * ncol, 5.0), squeeze=False)
@@ -37,7 +37,7 @@ def cosine_heatmaps(df: pd.DataFrame, cmap: str = "RdBu_r", style: str = "whiteg
         mat = g.pivot_table(
             index=["head", "neuron"], columns="feature", values="cosine"
         ).sort_index()
-        sns.heatmap(
+        heatmap(
             mat.to_numpy(),
             ax=ax,
             cmap=cmap,
@@ -76,7 +76,7 @@ def cosine_heatmaps(df: pd.DataFrame, cmap: str = "RdBu_r", style: str = "whiteg
 
 def lambda_trajectories(df: pd.DataFrame, fa: pd.DataFrame, style: str = "whitegrid") -> plt.Figure:
     """lambda_j(t) of the first neuron of head 0 per supervision, and the mean FA index."""
-    sns.set_style(style)
+    set_style(style)
     sups = list(df.supervision.unique())
     fig, axes = plt.subplots(1, len(sups) + 1, figsize=(4.5 * (len(sups) + 1), 3.8), squeeze=False)
     for ax, sup in zip(axes[0], sups, strict=False):
@@ -124,7 +124,7 @@ def robust_curves(
     2-class and reference nets, which have one score, repeat in each row): the worst case
     over attacks of that readout (left) and every attack (right), mean and spread over
     seeds, for binary / multi-class training and the robust reference."""
-    sns.set_style(style)
+    set_style(style)
     df = df.assign(label=df.apply(_label, axis=1))
     if "readout" not in df:
         df = df.assign(readout="sum")
@@ -180,7 +180,7 @@ def critical_radius_scaling(df: pd.DataFrame, style: str = "whitegrid") -> plt.F
     """Critical radius (50% worst-case robust accuracy) vs each swept key (one panel per
     ``key``), one line per (supervision, readout) with its fitted log-log slope in the
     legend, against sqrt(d/k), sqrt(d)/2 and sqrt(d/2) of the swept datasets."""
-    sns.set_style(style)
+    set_style(style)
     keys = list(dict.fromkeys(df.key))
     fig, axes = plt.subplots(1, len(keys), figsize=(6.2 * len(keys), 4.6), squeeze=False)
     for ax, key in zip(axes[0], keys, strict=True):

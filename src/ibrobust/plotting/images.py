@@ -11,9 +11,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
 from ibrobust.plotting.fa import PALETTE, _spread  # noqa: E402
+from ibrobust.plotting.style import set_style  # noqa: E402
 
 LABEL = {"binary": "2-class training", "multiclass": "k-class training"}
 
@@ -24,7 +24,7 @@ def robust_curves_by_dataset(
     """Robust accuracy of the binary task vs l2 radius, one row per dataset and binary
     readout (column ``readout``; 2-class nets repeat under each): the worst case
     over attacks (mean and ``spread`` over seeds) and each attack (mean over seeds)."""
-    sns.set_style(style)
+    set_style(style)
     if "readout" not in df:
         df = df.assign(readout="sum")
     panels = list(dict.fromkeys(zip(df.dataset, df.readout, strict=True)))

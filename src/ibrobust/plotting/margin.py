@@ -15,7 +15,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+
+from ibrobust.plotting.style import color_palette  # noqa: E402
 
 NORM_TITLE = {"l2": "l2", "linf": "l_inf"}
 PAPER_TABLE = pd.DataFrame(  # Lyu & Li (2020), models 1-5 (the seeds' "Robustness" table)
@@ -30,7 +31,7 @@ PAPER_TABLE = pd.DataFrame(  # Lyu & Li (2020), models 1-5 (the seeds' "Robustne
 
 def checkpoint_colors(names) -> dict[str, tuple]:
     names = list(dict.fromkeys(names))
-    return dict(zip(names, sns.color_palette("viridis", len(names)), strict=True))
+    return dict(zip(names, color_palette("viridis", len(names)), strict=True))
 
 
 def _mark_checkpoints(ax, checkpoints: pd.DataFrame) -> None:

@@ -14,7 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+
+from ibrobust.plotting.style import set_style  # noqa: E402
 
 PALETTE = {"binary": "tab:red", "multiclass": "tab:blue", "robust reference": "tab:green"}
 MARKERS = {"sum": "o", "log_odds": "^", "argmax": "s"}
@@ -26,7 +27,7 @@ def margin_gradient_figure(
     """Left: margin q vs ||grad_x q|| per point. Right: the first-order distance q/||grad||
     vs the attack's breaking radius (y = x dashed; sqrt(d/k) and sqrt(d)/2 dotted). One
     colour per training (label), one marker per readout; points correct at radius 0."""
-    sns.set_style(style)
+    set_style(style)
     ok = points[points["margin"] > 0]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     top = float(ok["breaking_radius"][np.isfinite(ok["breaking_radius"])].max() or 1.0)

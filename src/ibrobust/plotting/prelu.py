@@ -15,11 +15,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
 from ibrobust.analysis.prelu_radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius  # noqa: E402
 from ibrobust.experiments.prelu import OFFICIAL_PRETRAINED, PAPER_TABLE1  # noqa: E402
 from ibrobust.plotting.fa import _spread  # noqa: E402
+from ibrobust.plotting.style import color_palette, heatmap, set_style  # noqa: E402
 
 TASK_LABEL = {"binary": "2-class", "multiclass": "10-class"}
 NORM_TITLE = {"linf": "l_inf", "l2": "l2", "l1": "l1"}
@@ -28,7 +28,7 @@ NORM_TITLE = {"linf": "l_inf", "l2": "l2", "l1": "l1"}
 def p_colors(ps) -> dict[float, tuple]:
     """One colour per exponent p (p = 1, the ReLU net, in red as in the paper)."""
     ps = sorted(set(float(p) for p in ps))
-    others = sns.color_palette("viridis", max(len(ps) - 1, 1))
+    others = color_palette("viridis", max(len(ps) - 1, 1))
     out, i = {}, 0
     for p in ps:
         if p == 1:
@@ -78,7 +78,7 @@ def robust_accuracy_by_alpha(
     """Worst-case robust accuracy vs l2 radius, one panel per model (p), one line per alpha
     (mean and ``spread`` over seeds), with the reference radii 1/sqrt(K) (ReLU) and
     sqrt(2)/2 (pReLU, p > 2) (paper Fig. 3)."""
-    sns.set_style(style)
+    set_style(style)
     worst = df[df.attack == "worst"]
     cols = _panel_key(worst)
     panels = sorted(worst.groupby(cols, sort=False), key=lambda kv: kv[0])
@@ -151,7 +151,7 @@ def neuron_alignment(
     and the class averages mu_+, mu_- (``signs``: the +-1 class of each centre, for the
     labels). Bottom: fraction of active neurons best aligned with a single centre, vs alpha
     (mean and ``spread`` over seeds)."""
-    sns.set_style(style)
+    set_style(style)
     cols = _cos_columns(df)
     k = len(cols) - 2
     first = df[(df.seed == df.seed.min()) & np.isclose(df.alpha, figure_alpha)]
@@ -184,7 +184,7 @@ def _alignment_panel(ax, g, cols, xlabels, cmap, max_neurons, cbar, title) -> No
     if shown.empty:
         ax.text(0.5, 0.5, "no active neuron", ha="center", va="center", transform=ax.transAxes)
     else:
-        sns.heatmap(
+        heatmap(
             shown[cols].to_numpy(),
             ax=ax,
             cmap=cmap,
@@ -231,7 +231,7 @@ def ideal_distances(df: pd.DataFrame, spread: str = "sd", style: str = "whitegri
     """Scale-invariant distance of the trained net to F (two averaged neurons) and to F^(p)
     (one neuron per cluster), on probe points of the centres' unit sphere, vs alpha, one
     line per model (mean and ``spread`` over seeds)."""
-    sns.set_style(style)
+    set_style(style)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.9), sharey=True)
     colors = p_colors(df.p.unique())
     for ax, col, title in (
@@ -261,7 +261,7 @@ def mnist_robust_accuracy(df: pd.DataFrame, style: str = "whitegrid") -> plt.Fig
     """Worst-case robust accuracy vs radius, rows = task (2-class, 10-class), columns = norm,
     one line per model (mean over seeds); on 10-class panels the paper's Table 1 (p = 1, 4;
     crosses) and the official pretrained models (p = 1..4; open circles)."""
-    sns.set_style(style)
+    set_style(style)
     worst = df[df.attack == "worst"]
     tasks = [t for t in ("binary", "multiclass") if t in set(worst.supervision)]
     norms = [n for n in ("linf", "l2", "l1") if n in set(worst.grid)] or sorted(worst.grid.unique())

@@ -15,7 +15,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+
+from ibrobust.plotting.style import color_palette, heatmap, set_style  # noqa: E402
 
 GAP_NAMES = {"robust_gap": "robust gap", "clean_gap": "clean gap"}
 
@@ -67,11 +68,11 @@ def gap_vs_n(
     one sd (``spread="sd"``) or min..max (``"minmax"``). With a ``converged`` column, open
     markers flag the settings where some draw did not reach the loss threshold.
     """
-    sns.set_style(style)
+    set_style(style)
     datasets = [d for d in dataset_labels if d in set(df.dataset)]
     fractions = sorted(df.eps_fraction.unique())
     optimizers = [o for o in optimizer_labels if o in set(df.optimizer)]
-    colors = dict(zip(optimizers, sns.color_palette("tab10", len(optimizers)), strict=True))
+    colors = dict(zip(optimizers, color_palette("tab10", len(optimizers)), strict=True))
     fig, axes = plt.subplots(
         len(datasets),
         len(fractions),
@@ -141,13 +142,13 @@ def gap_difference_heatmap(
     :func:`ibrobust.experiments.price_linear.gap_difference`). Positive (red) = the second
     algorithm generalises better.
     """
-    sns.set_style(style)
+    set_style(style)
     datasets = [d for d in dataset_labels if d in set(table.dataset)]
     mat = table.pivot(index="dataset", columns="eps_fraction", values="difference").loc[datasets]
     vals = 100 * mat.to_numpy()
     vmax = float(np.nanmax(np.abs(vals))) if np.isfinite(vals).any() else 1.0
     fig, ax = plt.subplots(figsize=(1.1 * mat.shape[1] + 3.5, 0.6 * mat.shape[0] + 1.8))
-    sns.heatmap(
+    heatmap(
         vals,
         ax=ax,
         cmap=cmap,
@@ -185,12 +186,12 @@ def cosine_vs_fraction(
     ``df``: rows dataset, n, draw, eps_fraction, optimizer_a, optimizer_b, cosine. Means
     over n and draws; fractions on evenly spaced positions (0.9 and 0.99 stay apart).
     """
-    sns.set_style(style)
+    set_style(style)
     datasets = [d for d in dataset_labels if d in set(df.dataset)]
     fractions = sorted(df.eps_fraction.unique())
     pos = {f: i for i, f in enumerate(fractions)}
     pairs = list(dict.fromkeys(zip(df.optimizer_a, df.optimizer_b, strict=True)))
-    colors = dict(zip(pairs, sns.color_palette("tab10", len(pairs)), strict=True))
+    colors = dict(zip(pairs, color_palette("tab10", len(pairs)), strict=True))
     fig, axes = plt.subplots(
         1, len(datasets), figsize=(3.6 * len(datasets), 3.4), squeeze=False, sharey=True
     )
