@@ -80,7 +80,9 @@ def main() -> None:
     ap.add_argument("--sleep", type=float, default=0.5)
     ap.add_argument("--cores", type=int, default=2)
     args = ap.parse_args()
-    print(f"{args.jobs} jobs of sleep {args.sleep} s, --cores {args.cores}; load {os.getloadavg()[0]:.1f}")
+    print(
+        f"{args.jobs} jobs of sleep {args.sleep} s, --cores {args.cores}; load {os.getloadavg()[0]:.1f}"
+    )
     cpu = {}
     for coalesce in (False, True):
         with tempfile.TemporaryDirectory(prefix="bench-scheduler-") as tmp:

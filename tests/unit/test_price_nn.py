@@ -143,6 +143,34 @@ def test_paired_differences_by_hand():
     assert d["per_seed"] == "+5.00 +3.00 -2.00"
 
 
+def test_a_cell_is_fitted_only_when_every_run_fit_the_training_set():
+    def row(seed, algorithm, acc, fit):
+        return {"arch": "cnn", "eps": 0.2, "n": 50, "seed": seed, "algorithm": algorithm,
+                "robust_test_acc_worst": acc, "robust_train_acc_train_pgd": fit,
+                "epochs": 100, "reached_stop_loss": False, "final_loss": 0.69}  # fmt: skip
+
+    ok = [row(0, "gd", 0.7, 1.0), row(0, "sd", 0.6, 0.95)]
+    (d,) = T.paired_differences(ok, "robust_test_acc_worst", "gd", "sd")
+    assert d["fitted"] and d["mean"] == pytest.approx(10)
+    gd_collapsed = [row(0, "gd", 0.5, 0.515), row(0, "sd", 0.6, 0.97)]
+    (d,) = T.paired_differences(gd_collapsed, "robust_test_acc_worst", "gd", "sd")
+    assert not d["fitted"]
+    md = T.summary_markdown([], [d], [], gd_collapsed)
+    assert "not compared: GD did not fit the training set" in md and "SD ahead" not in md
+
+
+def test_cnn_claim_counts_only_fitted_cells():
+    from ibrobust.claims import price_nn as C
+
+    cells = pd.DataFrame(
+        [{"arch": "cnn", "metric": C.STRONG, "eps": e, "n": 50, "mean": m, "fitted": f}
+         for e, m, f in [(0.1, 3.0, True), (0.2, -40.0, False), (0.0, 1.0, True)]]
+    )  # fmt: skip
+    assert C.cnn_cells({"summary": cells}, None).values == (3.0,)
+    with pytest.raises(C.NotRun, match="fit the training set"):
+        C.cnn_cells({"summary": cells.assign(fitted=False)}, None)
+
+
 def test_fc_table_and_heatmap_from_their_csv_frames():
     final = pd.DataFrame(
         [

@@ -100,12 +100,17 @@ def _project(delta: torch.Tensor, eps: torch.Tensor | float, norm: str) -> torch
 
 
 def _random_start(
-    shape: tuple[int, int], eps: torch.Tensor | float, norm: str, gen: torch.Generator, like
+    shape: tuple[int, int],
+    eps: torch.Tensor | float,
+    norm: str,
+    gen: torch.Generator,
+    like: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """(b, D) uniform in the ball of radius eps ((b, 1) or one float), drawn from ``gen`` on
-    its device, returned with the dtype and on the device of the tensor ``like``."""
+    its device, returned with the dtype and on the device of ``like`` (default: of eps)."""
     b, d = shape
-    dt, dev = like.dtype, like.device
+    ref = eps if like is None else like
+    dt, dev = ref.dtype, ref.device
     if norm == "linf":
         return (2 * torch.rand(shape, generator=gen, dtype=dt).to(dev) - 1) * eps
     if norm == "l1":

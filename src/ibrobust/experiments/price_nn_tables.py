@@ -12,15 +12,24 @@ from ibrobust.experiments.price_nn import PAPER_FC_SD_MINUS_GD
 from ibrobust.plotting.price_nn import fc_table
 
 
+# a cell compares the algorithms' implicit bias only where both fit the training set (the
+# paper's runs are at 100 % robust train accuracy): every run's final robust train accuracy
+# under the training PGD at least this
+FIT_ACC = 0.9
+
+
 def paired_differences(
     rows: Sequence[Mapping], metric: str, a: str = "sd", b: str = "gd"
 ) -> list[dict]:
     """Per (arch, eps, n): ``metric`` of algorithm a minus b, per seed, with mean, std and
-    range over the seeds that ran both (points of accuracy, i.e. x100)."""
+    range over the seeds that ran both (points of accuracy, i.e. x100); ``fitted``: every
+    run of the cell reached robust train accuracy >= FIT_ACC (training PGD)."""
     cells: dict[tuple, dict[int, dict[str, float]]] = {}
+    fit: dict[tuple, float] = {}
     for r in rows:
         key = (r["arch"], r["eps"], r["n"])
         cells.setdefault(key, {}).setdefault(r["seed"], {})[r["algorithm"]] = r[metric]
+        fit[key] = min(fit.get(key, 1.0), float(r.get("robust_train_acc_train_pgd", 1.0)))
     out = []
     for (arch, eps, n), by_seed in sorted(cells.items()):
         d = [100 * (v[a] - v[b]) for _, v in sorted(by_seed.items()) if a in v and b in v]
@@ -39,6 +48,7 @@ def paired_differences(
                 "max": float(np.max(d)),
                 "seeds": len(d),
                 "per_seed": " ".join(f"{v:+.2f}" for v in d),
+                "fitted": fit[(arch, eps, n)] >= FIT_ACC,
             }
         )
     return out
@@ -87,6 +97,9 @@ def summary_markdown(
         "",
         "Paper: GD ahead of SD for this non-homogeneous net, more so for small n and large eps.",
         "",
+        f"A cell compares the two only where every run fit its training set (robust train "
+        f"accuracy >= {FIT_ACC:g} under the training PGD); elsewhere the sign says who did not.",
+        "",
         "| eps | n | GD - SD | sign |",
         "|---|---|---|---|",
     ]
@@ -94,6 +107,8 @@ def summary_markdown(
         if d["metric"] != "robust_test_acc_worst":
             continue
         sign = "GD ahead" if d["mean"] > 0 else ("SD ahead" if d["mean"] < 0 else "tie")
+        if not d["fitted"]:
+            sign = f"not compared: {_unfit(cnn_final, d)} did not fit the training set"
         lines.append(f"| {d['eps']:g} | {d['n']} | {_fmt(d)} | {sign} |")
     if cnn_final:
         lines += ["", "CNN runs: the epoch reported (first below the optimizer's stop_loss):", ""]
@@ -104,6 +119,17 @@ def summary_markdown(
                 f"{r['epochs']} ({how}; final loss {r['final_loss']:.3g})"
             )
     return "\n".join(lines) + "\n"
+
+
+def _unfit(runs: Sequence[Mapping], cell: Mapping) -> str:
+    """The algorithms of ``cell``'s runs below FIT_ACC robust train accuracy ("GD", "SD")."""
+    low = {
+        r["algorithm"].upper()
+        for r in runs
+        if (r["arch"], r["eps"], r["n"]) == (cell["arch"], cell["eps"], cell["n"])
+        and float(r["robust_train_acc_train_pgd"]) < FIT_ACC
+    }
+    return " and ".join(sorted(low)) or "a run"
 
 
 FC_TABLE_METRICS = {  # final row column -> label in the FC table
