@@ -11,7 +11,6 @@ import pandas as pd
 from ibrobust.experiments.price_nn import PAPER_FC_SD_MINUS_GD
 from ibrobust.plotting.price_nn import fc_table
 
-
 # a cell compares the algorithms' implicit bias only where both fit the training set (the
 # paper's runs are at 100 % robust train accuracy): every run's final robust train accuracy
 # under the training PGD at least this
