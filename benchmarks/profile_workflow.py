@@ -17,12 +17,17 @@ Jobs without a ``phases`` line (still running, failed, or from before the line e
 counted as "unprofiled" and left out. Wall times depend on the machine's load; CPU-seconds
 much less so.
 
-    python benchmarks/profile_workflow.py RUN_DIR [--baseline OTHER_RUN_DIR]
-        [--readme README.md]
+    python benchmarks/profile_workflow.py RUN_DIR [--baseline OTHER_RUN_DIR | JOBS.csv]
+        [--save JOBS.csv] [--readme README.md]
 
-``--baseline`` adds per-rule medians of another run beside this one's (before/after).
-``--readme`` rewrites the block between ``<!-- profile:start -->`` and
-``<!-- profile:end -->`` of that file with the tables (never typed by hand).
+The run's span is the first job's start to the last job's end, from the logs' timestamps
+(the Snakemake process's own start-up and planning before the first job are not in it).
+``--save`` writes one row per profiled job (rule, study, start, end, wall, CPU, phases),
+so that a run can serve as a baseline after its directory is gone; ``--baseline`` takes
+another run directory or such a file and adds its per-rule medians and its totals beside
+this run's (before/after). ``--readme`` rewrites the block between
+``<!-- profile:start -->`` and ``<!-- profile:end -->`` of that file with the tables (never
+typed by hand).
 """
 
 from __future__ import annotations
@@ -33,10 +38,13 @@ import re
 import statistics
 import sys
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
 
 PHASES = ("startup", "data", "compute", "tracking", "write")
 START = re.compile(r" start (\S+) (.*?) @(\S+) threads=")
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ")
+FIELDS = ("rule", "study", "source", "start", "end", "wall", "cpu", "startup_cpu", *PHASES)
 PHASE_LINE = re.compile(r" phases ((?:\w+=[-\d.]+ ?)+)$")
 MARKERS = ("<!-- profile:start -->", "<!-- profile:end -->")
 
@@ -68,7 +76,42 @@ def parse_log(text: str) -> dict | None:
     if start is None or phases is None:
         return None
     values = {k: float(v) for k, v in (kv.split("=") for kv in phases.group(1).split())}
-    return {"rule": start.group(1), "study": start.group(3), "source": "log", **values}
+    job = {"rule": start.group(1), "study": start.group(3), "source": "log", **values}
+    first, last = STAMP.match(lines[0]), next(
+        (m for line in reversed(lines) if (m := STAMP.match(line))), None
+    )
+    if first and last:
+        job.update(start=_epoch(first.group(1)), end=_epoch(last.group(1)))
+    return job
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").timestamp()
+
+
+def span(jobs: list[dict]) -> float:
+    """Seconds from the first job's start to the last job's end (nan without timestamps)."""
+    starts = [j["start"] for j in jobs if "start" in j]
+    ends = [j["end"] for j in jobs if "end" in j]
+    return max(ends) - min(starts) if starts and ends else float("nan")
+
+
+def save_jobs(path: Path, jobs: list[dict]) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(jobs)
+
+
+def load_jobs(path: Path) -> list[dict]:
+    """The jobs of a run directory, or of a file written by ``--save``."""
+    if path.is_dir():
+        return read_jobs(path)[0]
+    with open(path, newline="") as fh:
+        return [
+            {k: v if k in ("rule", "study", "source") else float(v) for k, v in row.items() if v}
+            for row in csv.DictReader(fh)
+        ]
 
 
 def median(values: list[float]) -> float:
@@ -124,8 +167,14 @@ def phase_table(jobs: list[dict]) -> list[str]:
 def report(jobs: list[dict], unprofiled: int, baseline: list[dict] | None = None) -> str:
     head = (
         f"{len(jobs)} jobs profiled ({unprofiled} without a phases line), "
-        f"{_sum(jobs, 'cpu'):.0f} CPU-s, {_sum(jobs, 'wall'):.0f} s of job wall time in all."
+        f"{_sum(jobs, 'cpu'):.0f} CPU-s, {_sum(jobs, 'wall'):.0f} s of job wall time in all; "
+        f"run span (first job start to last job end) {span(jobs):.0f} s."
     )
+    if baseline is not None:
+        head += (
+            f" Baseline: {len(baseline)} jobs, {_sum(baseline, 'cpu'):.0f} CPU-s, "
+            f"span {span(baseline):.0f} s."
+        )
     parts = [head, "", *rule_table(jobs, baseline), "", *study_table(jobs), "", *phase_table(jobs)]
     return "\n".join(parts) + "\n"
 
@@ -161,15 +210,20 @@ def main(argv: list[str] | None = None) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("run_dir", type=Path)
-    ap.add_argument("--baseline", type=Path, help="another run directory to compare with")
+    ap.add_argument(
+        "--baseline", type=Path, help="another run directory, or a --save file, to compare with"
+    )
+    ap.add_argument("--save", type=Path, help="write this run's per-job rows to a CSV file")
     ap.add_argument("--readme", type=Path, help="rewrite this file's marked profile block")
     args = ap.parse_args(argv)
     jobs, unprofiled = read_jobs(args.run_dir)
     if not jobs:
         raise SystemExit(f"no profiled job logs under {args.run_dir / 'results' / 'logs'}")
-    baseline = read_jobs(args.baseline)[0] if args.baseline else None
+    baseline = load_jobs(args.baseline) if args.baseline else None
     text = report(jobs, unprofiled, baseline)
     sys.stdout.write(text)
+    if args.save:
+        save_jobs(args.save, jobs)
     if args.readme:
         rewrite_readme(args.readme, text)
 

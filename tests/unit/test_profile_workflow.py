@@ -1,0 +1,74 @@
+"""benchmarks/profile_workflow.py on a hand-made run directory: sums, span, save/baseline."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location(
+    "profile_workflow", REPO / "benchmarks" / "profile_workflow.py"
+)
+pw = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pw)
+
+
+def _log(path: Path, rule: str, study: str, t0: str, t1: str, cpu: float, startup: float):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"2026-11-25 {t0} INFO ibrobust.{rule}: start {rule} seed0/d @{study} threads=1 x\n"
+        f"2026-11-25 {t0} INFO ibrobust.{rule}: working\n"
+        f"2026-11-25 {t1} INFO ibrobust.{rule}: phases wall=3.000 cpu={cpu} startup={startup} "
+        f"startup_cpu=0.500 data=0.100 compute=2.000 tracking=0.200 write=0.100\n"
+    )
+
+
+@pytest.fixture
+def run(tmp_path):
+    logs = tmp_path / "results" / "logs"
+    _log(logs / "train" / "a.log", "train", "fa", "10:00:00", "10:00:03", 2.0, 0.4)
+    _log(logs / "train" / "b.log", "train", "fa", "10:00:01", "10:00:04", 4.0, 0.6)
+    _log(logs / "fa_figure" / "c.log", "fa_figure", "fa", "10:00:05", "10:00:10", 1.0, 0.2)
+    (logs / "attack").mkdir()
+    (logs / "attack" / "running.log").write_text("2026-11-25 10:00:00 INFO x: start attack\n")
+    bench = tmp_path / "results" / "benchmarks" / "train"
+    bench.mkdir(parents=True)
+    (bench / "b.tsv").write_text("s\tcpu_time\n7.5\t6.25\n")  # Snakemake's numbers win
+    return tmp_path
+
+
+def test_sums_medians_and_span(run):
+    jobs, unprofiled = pw.read_jobs(run)
+    assert unprofiled == 1  # the log without a phases line
+    by = {j["rule"]: [] for j in jobs}
+    for j in jobs:
+        by[j["rule"]].append(j)
+    assert sorted(j["cpu"] for j in by["train"]) == [2.0, 6.25]
+    assert pw.span(jobs) == 10.0  # 10:00:00 -> 10:00:10
+    text = pw.report(jobs, unprofiled)
+    assert "3 jobs profiled (1 without a phases line), 9 CPU-s" in text
+    assert "run span (first job start to last job end) 10 s" in text
+    assert "| train | 2 | 8 | 10 | 4.12 | 5.25 |" in text  # wall 3.0 (log) + 7.5 (benchmark)
+
+
+def test_saved_jobs_serve_as_baseline(run, tmp_path):
+    jobs, _ = pw.read_jobs(run)
+    saved = tmp_path / "jobs.csv"
+    pw.save_jobs(saved, jobs)
+    again = pw.load_jobs(saved)
+    assert [(j["rule"], j["cpu"], j["start"]) for j in again] == [
+        (j["rule"], j["cpu"], j["start"]) for j in jobs
+    ]
+    text = pw.report(jobs, 0, again)
+    assert "Baseline: 3 jobs, 9 CPU-s, span 10 s." in text
+    assert "| fa_figure | 1 | 1 | 3 | 1.00 | 3.00 | 0.20 (0.50) | 1.00 | 3.00 | 0.20 (0.50) |" in text
+
+
+def test_readme_block_is_replaced_between_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- profile:start -->\nold\n<!-- profile:end -->\nrest\n")
+    pw.rewrite_readme(readme, "new\n")
+    assert readme.read_text() == "intro\n<!-- profile:start -->\nnew\n<!-- profile:end -->\nrest\n"
+    (tmp_path / "NO.md").write_text("nothing")
+    with pytest.raises(SystemExit, match="markers"):
+        pw.rewrite_readme(tmp_path / "NO.md", "x")
