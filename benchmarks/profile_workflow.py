@@ -77,8 +77,9 @@ def parse_log(text: str) -> dict | None:
         return None
     values = {k: float(v) for k, v in (kv.split("=") for kv in phases.group(1).split())}
     job = {"rule": start.group(1), "study": start.group(3), "source": "log", **values}
-    first, last = STAMP.match(lines[0]), next(
-        (m for line in reversed(lines) if (m := STAMP.match(line))), None
+    first, last = (
+        STAMP.match(lines[0]),
+        next((m for line in reversed(lines) if (m := STAMP.match(line))), None),
     )
     if first and last:
         job.update(start=_epoch(first.group(1)), end=_epoch(last.group(1)))

@@ -61,7 +61,9 @@ def test_saved_jobs_serve_as_baseline(run, tmp_path):
     ]
     text = pw.report(jobs, 0, again)
     assert "Baseline: 3 jobs, 9 CPU-s, span 10 s." in text
-    assert "| fa_figure | 1 | 1 | 3 | 1.00 | 3.00 | 0.20 (0.50) | 1.00 | 3.00 | 0.20 (0.50) |" in text
+    assert (
+        "| fa_figure | 1 | 1 | 3 | 1.00 | 3.00 | 0.20 (0.50) | 1.00 | 3.00 | 0.20 (0.50) |" in text
+    )
 
 
 def test_readme_block_is_replaced_between_markers(tmp_path):
