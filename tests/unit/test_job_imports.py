@@ -23,8 +23,6 @@ TORCH_NEEDED = {
     "price_gap_difference_figure.py": "labels and tables live in ibrobust.experiments.price_linear",
     "price_gap_figure.py": "labels and tables live in ibrobust.experiments.price_linear",
     "price_summary_table.py": "labels and tables live in ibrobust.experiments.price_linear",
-    "claims_ledger.py": "ibrobust.claims.prelu imports ibrobust.analysis.prelu (not prelu_radii)",
-    "claims_readme_excerpt.py": "the same ledger modules as claims_ledger.py",
 }
 LIGHT = sorted(
     p.name
@@ -93,3 +91,14 @@ def test_the_light_scripts_are_found():
     assert {"fa_robust_figure.py", "fa_summary_table.py", "prelu_table1.py"} <= set(LIGHT)
     assert set(TORCH_NEEDED) <= set(LIGHT)
     assert {"cosine_figure.py", "price_gap_difference_figure.py", "_figures.py"} <= set(FIGURES)
+
+
+def test_snakemake_process_imports_no_torch():
+    """Every ``snakemake`` call validates the config and loads the claims ledger's
+    declarations (rules/claims.smk): neither may import torch (~1.3 s of each call)."""
+    code = (
+        "import sys, ibrobust.config, ibrobust.studies, ibrobust.claims.ledger, "
+        "ibrobust.provenance; print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

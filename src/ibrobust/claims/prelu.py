@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ibrobust.analysis.prelu import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
+from ibrobust.analysis.prelu_radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
 from ibrobust.claims.core import (
     Claim,
     Column,

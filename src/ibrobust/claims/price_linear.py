@@ -28,7 +28,7 @@ from ibrobust.claims.core import (
     at_least,
     at_most,
 )
-from ibrobust.experiments.price_linear import algorithm_of
+from ibrobust.experiments.price_linear_algorithms import algorithm_of
 
 GAP = "robust_gap"
 MEAN, STD = "{}_mean", "{}_std"

@@ -39,12 +39,15 @@ from ibrobust.analysis.linear_metrics import (
     robust_accuracy,
 )
 from ibrobust.data.teacher import TeacherConfig, sample_points, sample_teacher
+from ibrobust.experiments.price_linear_algorithms import (  # noqa: F401  (re-exported)
+    ALGORITHM_LABEL,
+    STEEPEST_ALGORITHM,
+    algorithm_label,
+    algorithm_of,
+)
 from ibrobust.seeding import torch_generator
 from ibrobust.training.robust_erm import RobustERMConfig, RobustERMResult, train_robust_erm
 
-# steepest descent w.r.t. a norm -> the robust_erm algorithm name
-STEEPEST_ALGORITHM = {"l2": "gd", "l1": "cd", "linf": "sd"}
-ALGORITHM_LABEL = {"gd": "GD", "cd": "CD", "sd": "SD", "diag_gd": "diag-net GD"}
 # registry keys each optimizer kind passes on to RobustERMConfig
 _KIND_KEYS = {
     "steepest": ("scale", "c", "c_scale", "lr_max", "tie", "zero_subgradient"),
@@ -73,24 +76,6 @@ def teacher_config(dataset: Mapping, n_train: int = 1) -> TeacherConfig:
     test set and the teacher do not depend on n)."""
     fields = {k: v for k, v in dataset.items() if k != "kind"}
     return TeacherConfig(n_train=int(n_train), **fields)
-
-
-def algorithm_of(optimizer: Mapping) -> str:
-    """robust_erm algorithm (gd / cd / sd / diag_gd) of an ``optimizers`` registry entry."""
-    kind = optimizer.get("kind")
-    if kind == "steepest":
-        norm = optimizer.get("norm", "l2")
-        if norm not in STEEPEST_ALGORITHM:
-            raise ValueError(f"norm must be one of {tuple(STEEPEST_ALGORITHM)}, got {norm!r}")
-        return STEEPEST_ALGORITHM[norm]
-    if kind == "diag_gd":
-        return "diag_gd"
-    raise ValueError(f"optimizer kind must be one of {tuple(_KIND_KEYS)} here, got {kind!r}")
-
-
-def algorithm_label(optimizer: Mapping) -> str:
-    """Figure label: GD, CD, SD or diag-net GD."""
-    return ALGORITHM_LABEL[algorithm_of(optimizer)]
 
 
 def regime_label(dataset: Mapping) -> str:
