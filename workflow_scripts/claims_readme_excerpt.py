@@ -36,7 +36,9 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=8)
     ap.add_argument("--readme", type=Path, help="splice into this file instead of printing")
     a = ap.parse_args()
-    excerpt = readme_excerpt(read_ledger(a.ledger), max_rows=a.rows)
+    md = a.ledger.with_suffix(".md").as_posix()  # named from the project root when we can
+    full = "results/" + md.split("results/", 1)[1] if "results/" in md else md
+    excerpt = readme_excerpt(read_ledger(a.ledger), max_rows=a.rows, full=full)
     if a.readme is None:
         sys.stdout.write(excerpt)
         return

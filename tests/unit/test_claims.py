@@ -380,6 +380,10 @@ def test_markdown_csv_and_excerpt(tmp_path):
     lines = excerpt.splitlines()
     assert lines[0].startswith("| claim |") and len([x for x in lines if x.startswith("| `")]) == 5
     assert f"({len(table)} claims in all" in excerpt
+    assert "full table in `results/claims/claims.md`" in excerpt
+    assert "`results/claims/all/claims.md`" in readme_excerpt(
+        back, full="results/claims/all/claims.md"
+    )
 
 
 def test_a_study_context_without_claims_kind_is_skipped():
@@ -424,6 +428,7 @@ def test_readme_excerpt_script_splices_between_the_markers(tmp_path, monkeypatch
     text = readme.read_text()
     assert "OLD TEXT" not in text and text.endswith("<!-- claims-excerpt:end -->\nrest\n")
     assert text.count("\n| `") == 3
+    assert f"full table in `{(tmp_path / 'claims.md').as_posix()}`" in text  # the csv's .md
     readme.write_text("no markers\n")
     with pytest.raises(SystemExit, match="claims-excerpt:start"):
         script.main()

@@ -322,9 +322,11 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
     )
 
 
-def readme_excerpt(df: pd.DataFrame, max_rows: int = 8) -> str:
+def readme_excerpt(
+    df: pd.DataFrame, max_rows: int = 8, full: str = "results/claims/claims.md"
+) -> str:
     """A short markdown table for the README: the first ``max_rows`` claims that ran (then
-    not-run ones), id, ours, paper, verdict."""
+    not-run ones), id, ours, paper, verdict; the last line names the ``full`` table."""
     ran = df[df["verdict"] != NOT_RUN]
     pick = pd.concat([ran, df[df["verdict"] == NOT_RUN]]).head(max_rows)
     lines = ["| claim | setting | paper | ours | verdict |", "|---|---|---|---|---|"]
@@ -337,7 +339,7 @@ def readme_excerpt(df: pd.DataFrame, max_rows: int = 8) -> str:
         "",
         f"({len(df)} claims in all: "
         + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-        + "; full table in `results/claims/claims.md`.)",
+        + f"; full table in `{full}`.)",
     ]
     return "\n".join(lines) + "\n"
 
