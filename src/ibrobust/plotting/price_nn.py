@@ -77,8 +77,10 @@ def fc_table(final: pd.DataFrame, metrics: Mapping[str, str]) -> pd.DataFrame:
 
 def difference_heatmap(diff: pd.DataFrame, title: str, label: str) -> plt.Figure:
     """(n, eps) heatmap of a per-cell mean difference (points), red = first algorithm ahead,
-    each cell annotated with the mean and the number of seeds agreeing in sign (an empty
-    frame: a figure saying so, e.g. a study without a cnn half)."""
+    each cell annotated with the mean and the number of seeds agreeing in sign; a cell whose
+    ``fitted`` is False (some run did not fit its training set) is left grey and says so,
+    its difference not being a comparison (an empty frame: a figure saying so, e.g. a
+    study without a cnn half)."""
     if diff.empty:
         fig, ax = plt.subplots(figsize=(4, 2))
         ax.text(0.5, 0.5, "no runs (the study has no such half)", ha="center", va="center")
@@ -91,13 +93,18 @@ def difference_heatmap(diff: pd.DataFrame, title: str, label: str) -> plt.Figure
     notes = [["" for _ in eps_values] for _ in ns]
     for _, r in diff.iterrows():
         i, j = ns.index(r["n"]), eps_values.index(r["eps"])
-        grid[i, j] = r["mean"]
         seeds = [float(v) for v in str(r["per_seed"]).split()]
+        if not r.get("fitted", True):
+            notes[i][j] = f"{r['mean']:+.1f}\nnot fitted"
+            continue
+        grid[i, j] = r["mean"]
         agree = sum(np.sign(v) == np.sign(r["mean"]) for v in seeds)
         notes[i][j] = f"{r['mean']:+.1f}\n({agree}/{len(seeds)})"
     lim = max(1.0, float(np.nanmax(np.abs(grid)))) if np.isfinite(grid).any() else 1.0
     fig, ax = plt.subplots(figsize=(1.3 * len(eps_values) + 2.2, 0.9 * len(ns) + 1.6))
-    im = ax.imshow(grid, cmap="RdBu_r", vmin=-lim, vmax=lim, origin="lower", aspect="auto")
+    cmap = plt.get_cmap("RdBu_r").with_extremes(bad="0.85")  # grey: cells not compared
+    masked = np.ma.masked_invalid(grid)
+    im = ax.imshow(masked, cmap=cmap, vmin=-lim, vmax=lim, origin="lower", aspect="auto")
     for i in range(len(ns)):
         for j in range(len(eps_values)):
             ax.text(j, i, notes[i][j], ha="center", va="center", fontsize=8)
