@@ -44,7 +44,8 @@ from pathlib import Path
 PHASES = ("startup", "data", "compute", "tracking", "write")
 START = re.compile(r" start (\S+) (.*?) @(\S+) threads=")
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ")
-FIELDS = ("rule", "study", "source", "start", "end", "wall", "cpu", "startup_cpu", *PHASES)
+TEXT_FIELDS = ("rule", "study", "source")
+FIELDS = (*TEXT_FIELDS, "start", "end", "wall", "cpu", "startup_cpu", *PHASES)
 PHASE_LINE = re.compile(r" phases ((?:\w+=[-\d.]+ ?)+)$")
 MARKERS = ("<!-- profile:start -->", "<!-- profile:end -->")
 
@@ -77,10 +78,7 @@ def parse_log(text: str) -> dict | None:
         return None
     values = {k: float(v) for k, v in (kv.split("=") for kv in phases.group(1).split())}
     job = {"rule": start.group(1), "study": start.group(3), "source": "log", **values}
-    first, last = (
-        STAMP.match(lines[0]),
-        next((m for line in reversed(lines) if (m := STAMP.match(line))), None),
-    )
+    first, last = STAMP.match(lines[0]), STAMP.match(phases.string)  # the phases line ends it
     if first and last:
         job.update(start=_epoch(first.group(1)), end=_epoch(last.group(1)))
     return job
@@ -110,7 +108,7 @@ def load_jobs(path: Path) -> list[dict]:
         return read_jobs(path)[0]
     with open(path, newline="") as fh:
         return [
-            {k: v if k in ("rule", "study", "source") else float(v) for k, v in row.items() if v}
+            {k: v if k in TEXT_FIELDS else float(v) for k, v in row.items() if v}
             for row in csv.DictReader(fh)
         ]
 

@@ -93,11 +93,11 @@ def difference_heatmap(diff: pd.DataFrame, title: str, label: str) -> plt.Figure
     notes = [["" for _ in eps_values] for _ in ns]
     for _, r in diff.iterrows():
         i, j = ns.index(r["n"]), eps_values.index(r["eps"])
-        seeds = [float(v) for v in str(r["per_seed"]).split()]
         if not r.get("fitted", True):
             notes[i][j] = f"{r['mean']:+.1f}\nnot fitted"
             continue
         grid[i, j] = r["mean"]
+        seeds = [float(v) for v in str(r["per_seed"]).split()]
         agree = sum(np.sign(v) == np.sign(r["mean"]) for v in seeds)
         notes[i][j] = f"{r['mean']:+.1f}\n({agree}/{len(seeds)})"
     lim = max(1.0, float(np.nanmax(np.abs(grid)))) if np.isfinite(grid).any() else 1.0
