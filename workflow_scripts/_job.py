@@ -15,6 +15,7 @@ records its job id (log line and tag ``slurm.job_id``) and node.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import resource
@@ -163,6 +164,7 @@ class Job:
             if exc is None:
                 done = "done in %.2f s" + (" (MLflow run spooled)" if spooled else "")
                 self.log.info(done, time.monotonic() - self._t0)
+                atexit.register(end_process_now)  # runs first: registered last
         finally:
             for h in self.log.handlers:
                 h.flush()
@@ -189,6 +191,26 @@ class Job:
             "write": write,
         }
         return "phases " + " ".join(f"{k}={v:.3f}" for k, v in values.items())
+
+
+def end_process_now() -> None:
+    """At the exit of a job whose block ended cleanly: flush the log and the standard streams
+    and end the process with status 0 without the interpreter's teardown. After
+    ``import torch`` that teardown costs about 0.4 s per job (measured: ``python -c "import
+    torch"`` 1.63 s, with ``os._exit(0)`` after the import 1.20 s); every output is written
+    and the MLflow run closed before the block ends, so nothing is left to finalise. An
+    exception raised after the block has set ``sys.last_value`` by then: the process takes
+    the normal exit, with its non-zero status. (A script calling ``sys.exit`` after its
+    block would lose its status here; no workflow script does, and a test keeps it so.)"""
+    if getattr(sys, "last_value", None) is not None:
+        return
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed or broken: nothing more can be said there
+            pass
+    os._exit(0)
 
 
 def set_threads(n: int) -> int:

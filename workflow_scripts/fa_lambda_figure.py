@@ -1,11 +1,11 @@
 """Rule fa_lambda_figure: lambda trajectories and the feature-averaging index (first seed)."""
 
+import numpy as np
 import pandas as pd
-import torch
 from _figures import gather_csv, save_outputs
 from _job import Job
 
-from ibrobust.analysis.decomposition import feature_averaging_index
+from ibrobust.analysis.averaging_index import feature_averaging_index
 from ibrobust.plotting.fa import COMBO, lambda_trajectories
 
 p = snakemake.params
@@ -18,11 +18,11 @@ with Job(snakemake) as job:
             g.pivot_table(index="neuron", columns="feature", values="head_sign").sort_index()
             == g.pivot_table(index="neuron", columns="feature", values="feature_sign").sort_index()
         )
-        fa = feature_averaging_index(torch.tensor(lam.to_numpy()), torch.tensor(same.to_numpy()))
+        fa = feature_averaging_index(lam.to_numpy(), same.to_numpy())
         fa_rows.append(
             dict(
                 zip(COMBO + ["supervision", "step"], key, strict=True),
-                fa_index_mean=float(fa.nanmean()),
+                fa_index_mean=float(np.nanmean(fa)),
             )
         )
     fa = pd.DataFrame(fa_rows)

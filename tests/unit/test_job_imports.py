@@ -17,13 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "workflow_scripts"
 
 # scripts that still import torch, and why (shrink this list; do not grow it)
-TORCH_NEEDED = {
-    "fa_lambda_figure.py": "feature_averaging_index is tensor math (topk over lambdas)",
-    "price_cosine_figure.py": "labels and tables live in ibrobust.experiments.price_linear",
-    "price_gap_difference_figure.py": "labels and tables live in ibrobust.experiments.price_linear",
-    "price_gap_figure.py": "labels and tables live in ibrobust.experiments.price_linear",
-    "price_summary_table.py": "labels and tables live in ibrobust.experiments.price_linear",
-}
+TORCH_NEEDED: dict[str, str] = {}
 LIGHT = sorted(
     p.name
     for p in SCRIPTS.glob("*.py")

@@ -16,7 +16,6 @@ from ibrobust.analysis.linear_margin import (
 )
 from ibrobust.analysis.linear_metrics import (
     clean_accuracy,
-    cosine,
     l1_norm,
     l2_norm,
     robust_accuracy,
@@ -24,6 +23,7 @@ from ibrobust.analysis.linear_metrics import (
     robust_margins,
 )
 from ibrobust.data.teacher import TeacherConfig, make_teacher_batch, make_teacher_data
+from ibrobust.experiments.price_linear_tables import cosine
 from ibrobust.models.diagonal import DiagonalNet
 from ibrobust.optim import SteepestDescent
 from ibrobust.training.robust_erm import (

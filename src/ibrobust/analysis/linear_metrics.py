@@ -71,13 +71,3 @@ def l1_norm(w: torch.Tensor) -> torch.Tensor:
 
 def l2_norm(w: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(w, 2, dim=-1)
-
-
-def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """(...,) cosine of the angle between solutions a, b (..., d); 0 if either is zero."""
-    a = torch.as_tensor(a, dtype=torch.float64)
-    b = torch.as_tensor(b, dtype=torch.float64)
-    den = l2_norm(a) * l2_norm(b)
-    return torch.where(
-        den > 0, (a * b).sum(-1) / den.clamp_min(torch.finfo(torch.float64).tiny), 0.0
-    )

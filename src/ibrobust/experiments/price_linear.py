@@ -41,9 +41,11 @@ from ibrobust.analysis.linear_metrics import (
 from ibrobust.data.teacher import TeacherConfig, sample_points, sample_teacher
 from ibrobust.experiments.price_linear_algorithms import (  # noqa: F401  (re-exported)
     ALGORITHM_LABEL,
+    METRICS,
     STEEPEST_ALGORITHM,
     algorithm_label,
     algorithm_of,
+    regime_label,
 )
 from ibrobust.seeding import torch_generator
 from ibrobust.training.robust_erm import RobustERMConfig, RobustERMResult, train_robust_erm
@@ -53,21 +55,6 @@ _KIND_KEYS = {
     "steepest": ("scale", "c", "c_scale", "lr_max", "tie", "zero_subgradient"),
     "diag_gd": ("alpha", "adaptive", "lr", "c", "c_scale", "lr_max", "zero_subgradient"),
 }
-METRICS = (
-    "train_robust_acc",
-    "test_robust_acc",
-    "train_clean_acc",
-    "test_clean_acc",
-    "robust_gap",
-    "clean_gap",
-    "l1_norm",
-    "l2_norm",
-    "margin_ratio",
-    "iters",
-    "converged",
-    "diverged",
-    "log10_loss",
-)
 
 
 # ---- configs and labels ------------------------------------------------------------------
@@ -76,16 +63,6 @@ def teacher_config(dataset: Mapping, n_train: int = 1) -> TeacherConfig:
     test set and the teacher do not depend on n)."""
     fields = {k: v for k, v in dataset.items() if k != "kind"}
     return TeacherConfig(n_train=int(n_train), **fields)
-
-
-def regime_label(dataset: Mapping) -> str:
-    """'(k_w, k_x) = (4, 512): 4-sparse w*, dense x' from a teacher dataset entry."""
-    d, kw, kx = dataset["d"], dataset["k_w"], dataset["k_x"]
-
-    def word(k):
-        return "dense" if k == d else f"{k}-sparse"
-
-    return f"(k_w, k_x) = ({kw}, {kx}): {word(kw)} w*, {word(kx)} x"
 
 
 def erm_config(optimizer: Mapping, stopping: Mapping) -> RobustERMConfig:

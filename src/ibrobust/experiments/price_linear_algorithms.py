@@ -1,5 +1,5 @@
-"""Study PRICE-LIN's algorithm names, without torch: which robust-ERM algorithm an
-``optimizers`` registry entry runs, and its figure label. The training glue
+"""Study PRICE-LIN's names, without torch: which robust-ERM algorithm an ``optimizers``
+registry entry runs, its figure label, a teacher regime's label and the metrics' names. The training glue
 (:mod:`ibrobust.experiments.price_linear`) and the claims ledger (which runs in the Snakemake
 process and in a torch-free job) both import them from here."""
 
@@ -9,6 +9,21 @@ from collections.abc import Mapping
 
 # steepest descent w.r.t. a norm -> the robust_erm algorithm name
 STEEPEST_ALGORITHM = {"l2": "gd", "l1": "cd", "linf": "sd"}
+METRICS = (
+    "train_robust_acc",
+    "test_robust_acc",
+    "train_clean_acc",
+    "test_clean_acc",
+    "robust_gap",
+    "clean_gap",
+    "l1_norm",
+    "l2_norm",
+    "margin_ratio",
+    "iters",
+    "converged",
+    "diverged",
+    "log10_loss",
+)
 ALGORITHM_LABEL = {"gd": "GD", "cd": "CD", "sd": "SD", "diag_gd": "diag-net GD"}
 OPTIMIZER_KINDS = ("steepest", "diag_gd")
 
@@ -29,3 +44,13 @@ def algorithm_of(optimizer: Mapping) -> str:
 def algorithm_label(optimizer: Mapping) -> str:
     """Figure label: GD, CD, SD or diag-net GD."""
     return ALGORITHM_LABEL[algorithm_of(optimizer)]
+
+
+def regime_label(dataset: Mapping) -> str:
+    """'(k_w, k_x) = (4, 512): 4-sparse w*, dense x' from a teacher dataset entry."""
+    d, kw, kx = dataset["d"], dataset["k_w"], dataset["k_x"]
+
+    def word(k):
+        return "dense" if k == d else f"{k}-sparse"
+
+    return f"(k_w, k_x) = ({kw}, {kx}): {word(kw)} w*, {word(kx)} x"

@@ -11,10 +11,18 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
-import torch
+from numpy.typing import ArrayLike
 
-from ibrobust.analysis.linear_metrics import cosine
-from ibrobust.experiments.price_linear import METRICS
+from ibrobust.experiments.price_linear_algorithms import METRICS
+
+
+def cosine(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """(...,) cosine of the angle between solutions a, b (..., d), in float64; 0 if either
+    is zero."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    den = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    dot = (a * b).sum(-1)
+    return np.divide(dot, den, out=np.zeros_like(dot), where=den > 0)
 
 
 def solution_cosines(solutions: Mapping[str, Mapping[str, np.ndarray]]) -> pd.DataFrame:
@@ -34,7 +42,7 @@ def solution_cosines(solutions: Mapping[str, Mapping[str, np.ndarray]]) -> pd.Da
                 raise ValueError(f"{name!r} and {names[0]!r} do not list the same problems ({key})")
     frames = []
     for a, b in combinations(names, 2):
-        cos = cosine(torch.as_tensor(solutions[a]["w"]), torch.as_tensor(solutions[b]["w"]))
+        cos = cosine(solutions[a]["w"], solutions[b]["w"])
         frames.append(
             pd.DataFrame(
                 {
@@ -42,7 +50,7 @@ def solution_cosines(solutions: Mapping[str, Mapping[str, np.ndarray]]) -> pd.Da
                     "eps_fraction": np.asarray(ref["eps_fraction"]),
                     "optimizer_a": a,
                     "optimizer_b": b,
-                    "cosine": cos.numpy(),
+                    "cosine": cos,
                 }
             )
         )
@@ -227,4 +235,4 @@ def _stopping_section(df: pd.DataFrame, lab: _Labels) -> list[str]:
     ]
 
 
-__all__ = ["gap_difference", "mean_over_draws", "solution_cosines", "summary_markdown"]
+__all__ = ["cosine", "gap_difference", "mean_over_draws", "solution_cosines", "summary_markdown"]
