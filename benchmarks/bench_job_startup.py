@@ -1,7 +1,10 @@
-"""Benchmark: start-up cost of each workflow script's job, this checkout vs a baseline one.
+"""Benchmark: start-up and exit cost of each workflow script's job, this checkout vs a baseline.
 
-A job's start-up is a fresh interpreter importing what its script imports (the snakemake
-object, the job wrapper, the library modules). For each script this starts ``--repeats``
+A job's fixed cost is a fresh interpreter importing what its script imports (the snakemake
+object, the job wrapper, the library modules) and then exiting the way a job that ended
+cleanly exits (``_job.end_process_now`` where the checkout has it: no interpreter teardown;
+else the normal exit, whose teardown costs ~0.4 s once torch is loaded). For each script
+this starts ``--repeats``
 interpreters per checkout, alternating baseline and this checkout so both see the same
 machine load, and prints the median CPU-seconds (user + system of the child) and wall
 seconds, whether torch got imported, and the ratio this / baseline. Never asserts.
@@ -40,7 +43,10 @@ DEFAULT = [
     "price_gap_figure.py",
     "claims_ledger.py",
 ]
-PROBE = "import sys\n{imports}\nprint('torch' in sys.modules)"
+PROBE = (
+    "import sys\n{imports}\nprint('torch' in sys.modules)\n"
+    "import _job\ngetattr(_job, 'end_process_now', lambda: None)()"  # how a clean job ends
+)
 
 
 def start_once(checkout: Path, script: str) -> tuple[float, float, bool]:

@@ -18,16 +18,17 @@ counted as "unprofiled" and left out. Wall times depend on the machine's load; C
 much less so.
 
     python benchmarks/profile_workflow.py RUN_DIR [--baseline OTHER_RUN_DIR | JOBS.csv]
-        [--save JOBS.csv] [--readme README.md]
+        [--save JOBS.csv] [--readme README.md [--block NAME]]
 
 The run's span is the first job's start to the last job's end, from the logs' timestamps
 (the Snakemake process's own start-up and planning before the first job are not in it).
 ``--save`` writes one row per profiled job (rule, study, start, end, wall, CPU, phases),
 so that a run can serve as a baseline after its directory is gone; ``--baseline`` takes
 another run directory or such a file and adds its per-rule medians and its totals beside
-this run's (before/after). ``--readme`` rewrites the block between
-``<!-- profile:start -->`` and ``<!-- profile:end -->`` of that file with the tables (never
-typed by hand).
+this run's, per rule and per study (before/after). ``--readme`` rewrites the block between
+``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` of that file with the tables (never typed
+by hand); NAME is ``--block``, ``profile`` by default (the README also keeps an ``overhead``
+block: a tiny-config run against its baseline).
 """
 
 from __future__ import annotations
@@ -47,7 +48,11 @@ STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ")
 TEXT_FIELDS = ("rule", "study", "source")
 FIELDS = (*TEXT_FIELDS, "start", "end", "wall", "cpu", "startup_cpu", *PHASES)
 PHASE_LINE = re.compile(r" phases ((?:\w+=[-\d.]+ ?)+)$")
-MARKERS = ("<!-- profile:start -->", "<!-- profile:end -->")
+BLOCK = "profile"  # the README block --readme rewrites unless --block names another
+
+
+def markers(block: str = BLOCK) -> tuple[str, str]:
+    return f"<!-- {block}:start -->", f"<!-- {block}:end -->"
 
 
 def read_jobs(run_dir: Path) -> tuple[list[dict], int]:
@@ -142,13 +147,23 @@ def rule_table(jobs: list[dict], baseline: list[dict] | None) -> list[str]:
     return rows
 
 
-def study_table(jobs: list[dict]) -> list[str]:
-    rows = ["| study | jobs | CPU-s | wall-s | start-up CPU-s |", "|---|---:|---:|---:|---:|"]
+def study_table(jobs: list[dict], baseline: list[dict] | None = None) -> list[str]:
+    head = "| study | jobs | CPU-s | wall-s | start-up CPU-s |"
+    sep = "|---|---:|---:|---:|---:|"
+    if baseline is not None:
+        head += " baseline: jobs | CPU-s | start-up CPU-s |"
+        sep += "---:|---:|---:|"
+    rows = [head, sep]
+    base = _group(baseline or [], "study")
     for study, js in sorted(_group(jobs, "study").items(), key=lambda kv: -_sum(kv[1], "cpu")):
-        rows.append(
+        row = (
             f"| {study} | {len(js)} | {_sum(js, 'cpu'):.0f} | {_sum(js, 'wall'):.0f} | "
             f"{_sum(js, 'startup_cpu'):.0f} |"
         )
+        if baseline is not None:
+            b = base.get(study, [])
+            row += f" {len(b)} | {_sum(b, 'cpu'):.0f} | {_sum(b, 'startup_cpu'):.0f} |"
+        rows.append(row)
     return rows
 
 
@@ -174,18 +189,21 @@ def report(jobs: list[dict], unprofiled: int, baseline: list[dict] | None = None
             f" Baseline: {len(baseline)} jobs, {_sum(baseline, 'cpu'):.0f} CPU-s, "
             f"span {span(baseline):.0f} s."
         )
-    parts = [head, "", *rule_table(jobs, baseline), "", *study_table(jobs), "", *phase_table(jobs)]
+    parts = [
+        *(head, "", *rule_table(jobs, baseline), "", *study_table(jobs, baseline)),
+        *("", *phase_table(jobs)),
+    ]
     return "\n".join(parts) + "\n"
 
 
-def rewrite_readme(readme: Path, block: str) -> None:
+def rewrite_readme(readme: Path, text_block: str, block: str = BLOCK) -> None:
     text = readme.read_text()
-    a, b = MARKERS
+    a, b = markers(block)
     if a not in text or b not in text:
         raise SystemExit(f"{readme}: markers {a} ... {b} not found")
     pre, rest = text.split(a, 1)
     _, post = rest.split(b, 1)
-    readme.write_text(f"{pre}{a}\n{block}{b}{post}")
+    readme.write_text(f"{pre}{a}\n{text_block}{b}{post}")
 
 
 def _group(jobs: list[dict], key: str) -> dict[str, list[dict]]:
@@ -213,7 +231,8 @@ def main(argv: list[str] | None = None) -> None:
         "--baseline", type=Path, help="another run directory, or a --save file, to compare with"
     )
     ap.add_argument("--save", type=Path, help="write this run's per-job rows to a CSV file")
-    ap.add_argument("--readme", type=Path, help="rewrite this file's marked profile block")
+    ap.add_argument("--readme", type=Path, help="rewrite this file's marked block")
+    ap.add_argument("--block", default=BLOCK, help="the marked block's name (default: profile)")
     args = ap.parse_args(argv)
     jobs, unprofiled = read_jobs(args.run_dir)
     if not jobs:
@@ -224,7 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.save:
         save_jobs(args.save, jobs)
     if args.readme:
-        rewrite_readme(args.readme, text)
+        rewrite_readme(args.readme, text, args.block)
 
 
 if __name__ == "__main__":

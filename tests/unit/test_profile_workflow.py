@@ -64,6 +64,7 @@ def test_saved_jobs_serve_as_baseline(run, tmp_path):
     assert (
         "| fa_figure | 1 | 1 | 3 | 1.00 | 3.00 | 0.20 (0.50) | 1.00 | 3.00 | 0.20 (0.50) |" in text
     )
+    assert "| fa | 3 | 9 | 14 | 2 | 3 | 9 | 2 |" in text  # per study: this run, then baseline
 
 
 def test_readme_block_is_replaced_between_markers(tmp_path):
@@ -71,6 +72,14 @@ def test_readme_block_is_replaced_between_markers(tmp_path):
     readme.write_text("intro\n<!-- profile:start -->\nold\n<!-- profile:end -->\nrest\n")
     pw.rewrite_readme(readme, "new\n")
     assert readme.read_text() == "intro\n<!-- profile:start -->\nnew\n<!-- profile:end -->\nrest\n"
+    # a named block: only its markers are touched
+    readme.write_text(
+        "a\n<!-- overhead:start -->\nx\n<!-- overhead:end -->\n<!-- profile:start -->\n"
+    )
+    pw.rewrite_readme(readme, "tiny\n", "overhead")
+    assert readme.read_text() == (
+        "a\n<!-- overhead:start -->\ntiny\n<!-- overhead:end -->\n<!-- profile:start -->\n"
+    )
     (tmp_path / "NO.md").write_text("nothing")
     with pytest.raises(SystemExit, match="markers"):
         pw.rewrite_readme(tmp_path / "NO.md", "x")
