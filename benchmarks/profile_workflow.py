@@ -125,12 +125,11 @@ def median(values: list[float]) -> float:
 def rule_table(jobs: list[dict], baseline: list[dict] | None) -> list[str]:
     by_rule = _group(jobs, "rule")
     base = _group(baseline or [], "rule")
-    head = "| rule | jobs | CPU-s | wall-s | median CPU | median wall | median start-up (CPU) |"
-    sep = "|---|---:|---:|---:|---:|---:|---:|"
-    if baseline is not None:
-        head += " baseline: median CPU | median wall | median start-up (CPU) |"
-        sep += "---:|---:|---:|"
-    rows = [head, sep]
+    rows = _header(
+        ["rule", "jobs", "CPU-s", "wall-s", "median CPU", "median wall", "median start-up (CPU)"],
+        ["median CPU", "median wall", "median start-up (CPU)"],
+        baseline is not None,
+    )
     for rule, js in sorted(by_rule.items(), key=lambda kv: -_sum(kv[1], "cpu")):
         row = (
             f"| {rule} | {len(js)} | {_sum(js, 'cpu'):.0f} | {_sum(js, 'wall'):.0f} | "
@@ -148,12 +147,11 @@ def rule_table(jobs: list[dict], baseline: list[dict] | None) -> list[str]:
 
 
 def study_table(jobs: list[dict], baseline: list[dict] | None = None) -> list[str]:
-    head = "| study | jobs | CPU-s | wall-s | start-up CPU-s |"
-    sep = "|---|---:|---:|---:|---:|"
-    if baseline is not None:
-        head += " baseline: jobs | CPU-s | start-up CPU-s |"
-        sep += "---:|---:|---:|"
-    rows = [head, sep]
+    rows = _header(
+        ["study", "jobs", "CPU-s", "wall-s", "start-up CPU-s"],
+        ["jobs", "CPU-s", "start-up CPU-s"],
+        baseline is not None,
+    )
     base = _group(baseline or [], "study")
     for study, js in sorted(_group(jobs, "study").items(), key=lambda kv: -_sum(kv[1], "cpu")):
         row = (
@@ -204,6 +202,14 @@ def rewrite_readme(readme: Path, text_block: str, block: str = BLOCK) -> None:
     pre, rest = text.split(a, 1)
     _, post = rest.split(b, 1)
     readme.write_text(f"{pre}{a}\n{text_block}{b}{post}")
+
+
+def _header(columns: list[str], baseline_columns: list[str], with_baseline: bool) -> list[str]:
+    """A markdown table's two header lines: the first column left-aligned, the rest numbers;
+    ``baseline_columns`` appended (the first prefixed "baseline: ") when comparing."""
+    if with_baseline:
+        columns = [*columns, f"baseline: {baseline_columns[0]}", *baseline_columns[1:]]
+    return ["| " + " | ".join(columns) + " |", "|---|" + "---:|" * (len(columns) - 1)]
 
 
 def _group(jobs: list[dict], key: str) -> dict[str, list[dict]]:
