@@ -65,6 +65,36 @@ def test_center_normalisation_subtracts_the_mean_training_image():
     )
 
 
+def test_channels_last_cnn_is_the_same_function_in_nhwc():
+    """Same seed, same weights and (float rounding aside) the same logits and input gradients;
+    only the memory layout differs, and it survives a save/load."""
+    spec = {"kind": "cnn", "channels": [4, 8], "kernel": 5, "hidden": [16]}
+    ctx = BuildContext((1, 28, 28), SIGN10, seed=3)
+    plain = build_model(spec, ctx).eval()
+    nhwc = build_model({**spec, "channels_last": True}, ctx).eval()
+    conv = nhwc.body[3]  # the second conv (with one input channel both layouts coincide)
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last)
+    assert not plain.body[3].weight.is_contiguous(memory_format=torch.channels_last)
+    for a, b in zip(plain.parameters(), nhwc.parameters(), strict=True):
+        assert torch.equal(a, b)  # equal values, whatever the layout
+    x = torch.rand(6, 1, 28, 28)
+
+    def logits_and_grad(net):
+        xg = x.clone().requires_grad_(True)
+        z = net(xg)
+        (g,) = torch.autograd.grad(z.logsumexp(1).sum(), xg)
+        return z, g
+
+    (z0, g0), (z1, g1) = logits_and_grad(plain), logits_and_grad(nhwc)
+    torch.testing.assert_close(z1, z0, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(g1, g0, rtol=1e-4, atol=1e-7)
+    back = load_model(model_state(nhwc, {**spec, "channels_last": True}, ctx))
+    assert back.channels_last and back.body[3].weight.is_contiguous(
+        memory_format=torch.channels_last
+    )
+    torch.testing.assert_close(back(x), z1)
+
+
 def test_bad_settings_name_the_key():
     with pytest.raises(ValueError, match="cnn needs image inputs"):
         build_model({"kind": "cnn"}, BuildContext((20,), READOUT2, 0))
@@ -72,6 +102,8 @@ def test_bad_settings_name_the_key():
         ImageModelConfig(kind="cnn", kernel=4)
     with pytest.raises(ValueError, match="normalize"):
         ImageModelConfig(kind="mlp", normalize="whiten")
+    with pytest.raises(ValueError, match="channels_last is a cnn option"):
+        ImageModelConfig(kind="mlp", channels_last=True)
     with pytest.raises(ValueError, match="pooling stages"):
         build_model({"kind": "cnn", "channels": [2, 2, 2, 2]}, BuildContext((1, 8, 8), READOUT2, 0))
 

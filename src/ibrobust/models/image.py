@@ -35,6 +35,9 @@ class ImageModelConfig:
     kernel: int = 5  # cnn: conv kernel size
     width: int = 64  # resnet18: channels of the first stage (64 is the standard net)
     normalize: str = "none"  # "none", "center" (subtract the mean training image) or "standardize" (per-channel mean/std)
+    channels_last: bool = (
+        False  # cnn: NHWC weights and activations (oneDNN's fast path for narrow convs)
+    )
 
     def __post_init__(self) -> None:
         if self.kind not in IMAGE_MODEL_KINDS:
@@ -51,6 +54,8 @@ class ImageModelConfig:
             raise ValueError(f"kernel must be a positive odd integer, got {self.kernel}")
         if self.width < 1:
             raise ValueError(f"width must be >= 1, got {self.width}")
+        if self.channels_last and self.kind != "cnn":
+            raise ValueError(f"channels_last is a cnn option, got kind {self.kind!r}")
 
 
 def image_config_from_dict(d: dict) -> ImageModelConfig:
@@ -85,8 +90,13 @@ class HeadNet(nn.Module):
         self.register_buffer("mean", mean.clone().to(torch.float32))  # broadcasts with one input
         self.register_buffer("std", std.clone().to(torch.float32))
 
+    channels_last = False  # set by build_image_model for a cnn with channels_last
+
     def embed(self, x: torch.Tensor) -> torch.Tensor:  # (n, *input_shape) -> (n, F)
-        return self.body((x - self.mean) / self.std)
+        z = (x - self.mean) / self.std
+        if self.channels_last:  # the same values; only the memory layout changes
+            z = z.contiguous(memory_format=torch.channels_last)
+        return self.body(z)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (n, C, H, W) -> (n, H)
         return self.head(self.embed(x))
@@ -209,6 +219,9 @@ def build_image_model(
     mean, std = _normalisation(cfg, shape, train_x)
     net = HeadNet(body, feats, readout, mean, std)
     _reinit(net, gen)
+    if cfg.channels_last:  # after the init: the same weights, stored NHWC
+        net.channels_last = True
+        net.to(memory_format=torch.channels_last)
     return net
 
 
