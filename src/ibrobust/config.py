@@ -131,7 +131,7 @@ KIND_FIELDS = {
         "two_layer": {"m", "init_scale"},
         "robust_reference": {"beta"},
         "mlp": {"hidden", "normalize"},
-        "cnn": {"channels", "kernel", "hidden", "normalize"},
+        "cnn": {"channels", "kernel", "hidden", "normalize", "channels_last"},
         "resnet18": {"width", "normalize"},
         "fc": {"width", "init_scale"},
         "prelu": {
