@@ -27,6 +27,7 @@ def test_defaults_of_the_new_kinds():
         "hidden": [128],
         "kernel": 5,
         "normalize": "none",
+        "channels_last": False,
     }
     assert "m" not in cnn and "beta" not in cnn  # other kinds' keys are pruned
     adam = cfg["optimizers"]["adam_img"]
