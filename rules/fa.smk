@@ -11,7 +11,8 @@ FA_WILDCARDS = dict(study=_alternatives(studies_of("feature_averaging")) or "^$"
 
 rule fa_lambda_figure:
     input:
-        lambda w: files(w.study, _fa.first_seed_decomposed(config, w.study), "analysis/lambdas.csv"),
+        lambdas=lambda w: files(w.study, _fa.first_seed_decomposed(config, w.study), "analysis/lambdas.csv"),
+        decompositions=lambda w: files(w.study, _fa.first_seed_decomposed(config, w.study), "analysis/decomposition.json"),
     output:
         png=report("results/{study}/figures/lambda_trajectories.png", caption="../report/feature_averaging/lambda_trajectories.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/lambda_trajectories.pdf",

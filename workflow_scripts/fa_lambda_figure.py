@@ -1,31 +1,23 @@
-"""Rule fa_lambda_figure: lambda trajectories and the feature-averaging index (first seed)."""
+"""Rule fa_lambda_figure: lambda trajectories and the feature-averaging index (first seed).
 
-import numpy as np
+The index per checkpoint is the one the decompose job computed (its ``decomposition.json``
+trajectory), not recomputed here from the lambda table."""
+
 import pandas as pd
-from _figures import gather_csv, save_outputs
+from _figures import gather_csv, gather_json, save_outputs
 from _job import Job
 
-from ibrobust.analysis.averaging_index import feature_averaging_index
 from ibrobust.plotting.fa import COMBO, lambda_trajectories
 
 p = snakemake.params
 with Job(snakemake) as job:
-    df = gather_csv(list(snakemake.input), p.runs)
-    fa_rows = []
-    for key, g in df.groupby(COMBO + ["supervision", "step"], sort=False):
-        lam = g.pivot_table(index="neuron", columns="feature", values="lambda").sort_index()
-        same = (
-            g.pivot_table(index="neuron", columns="feature", values="head_sign").sort_index()
-            == g.pivot_table(index="neuron", columns="feature", values="feature_sign").sort_index()
-        )
-        fa = feature_averaging_index(lam.to_numpy(), same.to_numpy())
-        fa_rows.append(
-            dict(
-                zip(COMBO + ["supervision", "step"], key, strict=True),
-                fa_index_mean=float(np.nanmean(fa)),
-            )
-        )
-    fa = pd.DataFrame(fa_rows)
+    df = gather_csv(list(snakemake.input.lambdas), p.runs)
+    fa = pd.DataFrame(
+        {**{k: run[k] for k in COMBO + ["supervision"]}, "step": t["step"],
+         "fa_index_mean": t["fa_index_mean"]}
+        for run in gather_json(list(snakemake.input.decompositions), p.runs)
+        for t in run["trajectory"]
+    )  # fmt: skip
     df = df.merge(fa, on=COMBO + ["supervision", "step"])
     fig = lambda_trajectories(df, fa, style=p.plots["style"])
     save_outputs(job, fig, df, snakemake.output, p.plots["dpi"])

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 import torch
 
-from ibrobust.analysis.averaging_index import feature_averaging_index
 from ibrobust.analysis.cosines import cosine_matrix
-from ibrobust.analysis.decomposition import lambda_decomposition
+from ibrobust.analysis.decomposition import feature_averaging_index, lambda_decomposition
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.models.readout import readout_for
 from ibrobust.models.two_layer import TwoLayerConfig, init_two_layer
@@ -119,11 +117,9 @@ def test_feature_averaging_index_hand_cases():
         ]
     )
     same = torch.tensor([[True, True, False, False]] * 6 + [[False, False, True, True]])
-    idx = feature_averaging_index(lam, same)  # tensors or arrays; computed in their dtype
-    assert idx.dtype == np.float32
-    np.testing.assert_allclose(idx[[0, 1, 2, 5, 6]], [1.0, 0.0, 0.25, 0.0, 1 / 3], rtol=1e-6)
-    assert np.isnan(idx[3]) and np.isnan(idx[4])
-    np.testing.assert_array_equal(feature_averaging_index(lam.numpy(), same.numpy()), idx)
+    idx = feature_averaging_index(lam, same)
+    torch.testing.assert_close(idx[[0, 1, 2, 5, 6]], torch.tensor([1.0, 0.0, 0.25, 0.0, 1 / 3]))
+    assert torch.isnan(idx[3]) and torch.isnan(idx[4])
 
 
 def test_cosine_matrix_hand_case():

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
-
-from ibrobust.analysis.averaging_index import feature_averaging_index
 
 
 @dataclass
@@ -68,6 +65,19 @@ def lambda_decomposition(
     return Decomposition(lam.float(), s.float(), residual.float(), basis)
 
 
+def feature_averaging_index(lam: torch.Tensor, same_class: torch.Tensor) -> torch.Tensor:
+    """(N,) second-largest / largest lambda over each neuron's same-class features.
+
+    ``same_class`` (N, k) bool marks, per neuron, the features of the class the neuron
+    votes for. ~1: the neuron averages its class's features; ~0: decoupled onto one.
+    Non-positive largest coefficients give NaN (the neuron has learned no feature).
+    """
+    masked = torch.where(same_class, lam, torch.full_like(lam, -float("inf")))
+    top2 = torch.topk(masked, 2, dim=1).values  # (N, 2)
+    ratio = top2[:, 1].clamp(min=0) / top2[:, 0]
+    return torch.where(top2[:, 0] > 0, ratio, torch.full_like(ratio, float("nan")))
+
+
 def decompose_checkpoints(state: dict, data) -> tuple[list[dict], list[dict]]:
     """(rows, trajectory) of a saved two-layer net's checkpoints after step 0: one row per
     (step, neuron, feature) with its lambda and residual, and per step the mean feature
@@ -87,7 +97,7 @@ def decompose_checkpoints(state: dict, data) -> tuple[list[dict], list[dict]]:
             continue
         wt = state["ckpt_weight"][c].reshape(h * m, d)
         dec = lambda_decomposition(wt - w0, data.means.float(), noise, data.train.fine)
-        fa = feature_averaging_index(dec.lam.numpy(), same_class.numpy())
+        fa = feature_averaging_index(dec.lam, same_class)
         rows += [
             {"step": step, "neuron": r, "head": int(heads[r]), "head_sign": float(readout[heads[r]]),
              "feature": j, "feature_sign": float(data.sign[j]), "lambda": float(dec.lam[r, j]),
@@ -96,7 +106,7 @@ def decompose_checkpoints(state: dict, data) -> tuple[list[dict], list[dict]]:
             for j in range(data.k)
         ]  # fmt: skip
         trajectory.append(
-            {"step": step, "fa_index_mean": float(np.nanmean(fa)),
+            {"step": step, "fa_index_mean": float(fa.nanmean()),
              "residual_max": float(dec.residual.max())}
         )  # fmt: skip
     if not trajectory:

@@ -35,9 +35,8 @@ class ImageModelConfig:
     kernel: int = 5  # cnn: conv kernel size
     width: int = 64  # resnet18: channels of the first stage (64 is the standard net)
     normalize: str = "none"  # "none", "center" (subtract the mean training image) or "standardize" (per-channel mean/std)
-    channels_last: bool = (
-        False  # cnn: NHWC weights and activations (oneDNN's fast path for narrow convs)
-    )
+    # cnn: NHWC weights and activations (oneDNN's fast path for narrow convolutions)
+    channels_last: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in IMAGE_MODEL_KINDS:
@@ -74,6 +73,7 @@ class HeadNet(nn.Module):
     """``head(body((x - mean) / std))``: (n, C, H, W) in [0, 1] -> (n, H) logits."""
 
     neurons_read_input = False  # neurons() act on x itself (not on a learned embedding)
+    channels_last = False  # NHWC activations; set by build_image_model (cnn, channels_last)
 
     def __init__(
         self,
@@ -89,8 +89,6 @@ class HeadNet(nn.Module):
         self.register_buffer("readout", readout.clone().to(torch.float32))  # (H,)
         self.register_buffer("mean", mean.clone().to(torch.float32))  # broadcasts with one input
         self.register_buffer("std", std.clone().to(torch.float32))
-
-    channels_last = False  # set by build_image_model for a cnn with channels_last
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:  # (n, *input_shape) -> (n, F)
         z = (x - self.mean) / self.std
