@@ -42,7 +42,7 @@ from typing import Any
 from _lifecycle import ENV_INVOCATION
 
 KILL_GRACE = 5.0  # s from a job's SIGINT to SIGKILL of what is left of it
-POLL = 0.1  # s between looks at the jobs while they end
+POLL = 0.2  # s between looks at the jobs while they end (a scan of /proc each)
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
