@@ -168,8 +168,9 @@ def exit_without_teardown() -> bool:
     """``onerror`` of a run stopped by a signal: once Snakemake has done its own end
     (locks released, "Elapsed time", the error printed, every exit handler run), the
     process ends with Snakemake's status for it, 1, without the interpreter's teardown.
-    That teardown frees everything the workflow and MLflow loaded: 4-7 s measured on an
-    idle machine, ~10 s at load 12 - more than the stop itself. Returns whether it is set."""
+    That teardown frees everything the workflow and MLflow loaded: 4.6-10 s measured from
+    "Elapsed time" to the exit on 2 busy cores (load 11-12), more than the stop itself.
+    Returns whether it is set."""
     if stopped_by_signal():
         atexit.register(_exit_now, 1)
         return True
