@@ -19,6 +19,7 @@ import _tracking  # noqa: E402  (workflow_scripts/_tracking/: the only MLflow co
 import _preflight  # noqa: E402  (workflow_scripts/_preflight.py: image data checked in onstart)
 import _lifecycle  # noqa: E402  (workflow_scripts/_lifecycle.py: invocation pid/host, stale locks)
 import _scheduler  # noqa: E402  (workflow_scripts/_scheduler.py: Snakemake's timer chains)
+import _signals  # noqa: E402  (workflow_scripts/_signals.py: SIGINT/SIGTERM stop the jobs)
 
 _scheduler.coalesce_reevaluations()  # one pending scheduler re-evaluation, not one per job
 
@@ -282,6 +283,7 @@ INVOCATION_START = time.time()
 onstart:
     _preflight.check_data(workflow, DATASETS, config["data_root"])  # before the parent run
     _lifecycle.record(workflow)  # pid, host and locks of this invocation
+    _signals.stop_jobs_on_signal(workflow)  # kill -INT/-TERM of snakemake alone stops the jobs
     try:
         TRACKING.start()
     except _tracking.TrackingUnreachable as err:  # one line, before any job
@@ -300,6 +302,7 @@ onsuccess:
 
 onerror:
     try:
-        TRACKING.end("FAILED")
+        TRACKING.end("KILLED" if _signals.stopped_by_signal() else "FAILED")
     finally:
         _lifecycle.forget()
+        _signals.exit_without_teardown()  # a stopped run ends once Snakemake is done

@@ -236,6 +236,20 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.3):
         time.sleep(interval)
 
 
+def processes_of(work: Path) -> list[str]:
+    """Live processes whose command line names ``work`` (snakemake and its jobs)."""
+    out = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(work) in args and state != "Z":
+            out.append(f"{cmdline.parent.name}: {args[:200]}")
+    return out
+
+
 # ---- the HTML report -----------------------------------------------------------------
 def report_entries(html: str) -> tuple[dict, dict]:
     """(results, categories) embedded in a self-contained Snakemake 9 HTML report:
