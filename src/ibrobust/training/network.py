@@ -112,9 +112,20 @@ def _optimizer(params, cfg: NetTrainConfig) -> torch.optim.Optimizer:
     return torch.optim.Adam(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
 
 
-def default_device() -> torch.device:
-    """CUDA when present, else the CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def resolve_device(device: torch.device | str | None = None) -> torch.device:
+    """The torch device of the config key ``device``: ``"auto"`` / None = CUDA when
+    ``torch.cuda.is_available()``, else the CPU; ``"cpu"``, ``"cuda"`` or any torch device
+    as given. ``"cuda"`` where CUDA is not available is a ValueError naming the key (not a
+    torch error deep inside the first training step)."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"config key device: {str(device)!r}, but torch.cuda.is_available() is False on "
+            "this machine; use device: auto (CUDA when present, else the CPU) or cpu"
+        )
+    return dev
 
 
 def _epoch(model, x, y, fine, supervision, cfg, opt, bs, gen, perturb, epoch) -> tuple[float, int]:
@@ -173,7 +184,7 @@ def train_network(
     ``on_eval(model) -> {name: value}``: the curve point (e.g. clean and robust train / test
     accuracy, :mod:`ibrobust.training.curves`), taken every ``cfg.eval_every`` epochs and
     at the last one, merged into that epoch's history row (and passed to ``on_log``)."""
-    device = default_device() if device in (None, "auto") else torch.device(device)
+    device = resolve_device(device)
     model.to(device).train()
     x, y, fine = x.to(device), y.to(device), fine.to(device)
     n = x.shape[0]
