@@ -278,6 +278,10 @@ TRACKING = _tracking.WorkflowTracking(config, CONFIG_HASH, workflow.basedir)
 # (path -> artifact folder; e.g. the claims ledger, rules/claims.smk)
 PARENT_ARTIFACTS = {}
 INVOCATION_START = time.time()
+# a password given with --config stays in Snakemake's log (.snakemake/log): say so, once
+_SECRET_WARNING = _tracking.command_line_warning(workflow.config_settings.config)
+if _SECRET_WARNING and workflow.is_main_process:
+    print(_SECRET_WARNING, file=sys.stderr, flush=True)
 
 
 onstart:

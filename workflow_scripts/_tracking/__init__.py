@@ -9,6 +9,8 @@ MLflow only receives data, no rule reads it back).
 * ``workflow``  - :class:`WorkflowTracking`, the object the Snakefile holds (parent run,
   collector, server; ``start`` in ``onstart``, ``end`` in ``onsuccess``/``onerror``);
 * ``uri``       - tracking URIs and the fast reachability probe;
+* ``secrets``   - store URIs from the environment (IBROBUST_BACKEND_STORE_URI), and the
+  warning for a password given with ``--config``;
 * ``replay``    - ``python workflow_scripts/_tracking/replay.py``: spooled runs -> store;
 * the tracking server itself is ``_server`` (workflow_scripts/_server.py).
 
@@ -35,10 +37,12 @@ from .protocol import (
     mlflow_key,
     run_key,
 )
+from .secrets import ENV_BACKEND_STORE, backend_store, command_line_warning
 from .uri import TrackingUnreachable, probe, resolve_tracking_uri
 from .workflow import WorkflowTracking, server_settings, workflow_run_name
 
 __all__ = [
+    "ENV_BACKEND_STORE",
     "ENV_COLLECTOR",
     "ENV_COMMIT",
     "ENV_CONFIG_HASH",
@@ -54,6 +58,8 @@ __all__ = [
     "JobRun",
     "TrackingUnreachable",
     "WorkflowTracking",
+    "backend_store",
+    "command_line_warning",
     "mask_secrets",
     "mask_value",
     "mlflow_key",

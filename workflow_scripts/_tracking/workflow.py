@@ -1,7 +1,8 @@
 """The workflow side: :class:`WorkflowTracking`, the object the Snakefile holds.
 
 ``start`` (``onstart``) resolves the tracking URI (MLFLOW_TRACKING_URI wins over the
-config; with ``mlflow.server.start`` it starts a tracking server for the run, see
+config; with ``mlflow.server.start`` it starts a tracking server for the run on the
+backend store IBROBUST_BACKEND_STORE_URI or the config names, see ``secrets`` and
 ``_server``), probes a remote one (a few seconds, one line if it is down), creates the
 store and experiment once - before any job starts, so parallel jobs never race to create
 a fresh SQLite store - opens the parent run (the config as a masked ``config.yaml``
@@ -36,6 +37,7 @@ from .protocol import (
     ENV_SPOOL,
     ENV_URI,
 )
+from .secrets import StoreURI, take_backend_store
 from .uri import artifact_location, probe, resolve_tracking_uri
 from .writer import log_params, retry
 
@@ -45,15 +47,17 @@ END_TIMEOUT = 20.0  # s the end-of-run handler waits for the store
 HTTP_CLIENT_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 
 
-def server_settings(ml: dict, log_file: str):
-    """``_server.ServerSettings`` from the config's ``mlflow`` block ("" = the local store)."""
+def server_settings(ml: dict, log_file: str, store: StoreURI):
+    """``_server.ServerSettings`` from the config's ``mlflow`` block and the backend store
+    (``secrets.backend_store``)."""
     from _server import ServerSettings
 
     srv = ml["server"]
     return ServerSettings(
         host=srv["host"],
         port=int(srv["port"]),
-        backend_store_uri=srv["backend_store_uri"] or ml["tracking_uri"],
+        backend_store_uri=store.uri,
+        backend_key=store.source,
         artifacts_destination=srv["artifacts_destination"] or ml["artifact_root"],
         workers=int(srv["workers"]),
         startup_timeout=float(srv["startup_timeout"]),
@@ -101,6 +105,7 @@ class WorkflowTracking:
     def start(self) -> None:
         from ibrobust.provenance import git_commit
 
+        backend = take_backend_store(self.settings)  # out of the jobs' environment
         os.environ[ENV_CONFIG_HASH] = self.config_hash
         os.environ[ENV_COMMIT] = git_commit(self.basedir)
         if not self.settings["enabled"]:
@@ -108,7 +113,7 @@ class WorkflowTracking:
             return
         for key, value in HTTP_CLIENT_DEFAULTS.items():
             os.environ.setdefault(key, value)
-        self.uri = self._tracking_uri()
+        self.uri = self._tracking_uri(backend)
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=self.uri)  # creating it creates/migrates the store
@@ -127,12 +132,21 @@ class WorkflowTracking:
         if self.collector is not None:
             os.environ[ENV_COLLECTOR] = self.collector.address
 
-    def _tracking_uri(self) -> str:
+    def _tracking_uri(self, backend: StoreURI) -> str:
         ml = self.settings
-        if ml["server"]["start"] and not os.environ.get("MLFLOW_TRACKING_URI"):
+        from_env = os.environ.get("MLFLOW_TRACKING_URI")
+        if backend.variable and (from_env or not ml["server"]["start"]):
+            print(
+                f"ibrobust: WARNING: {backend.variable} is set but not used: it is the backend "
+                "store of the server the workflow starts (mlflow.server.start: true, and no "
+                "MLFLOW_TRACKING_URI)",
+                file=sys.stderr,
+                flush=True,
+            )
+        if ml["server"]["start"] and not from_env:
             import _server
 
-            settings = server_settings(ml, "results/logs/mlflow_server.log")
+            settings = server_settings(ml, "results/logs/mlflow_server.log", backend)
             uri = _server.start(settings)
             self._server = _server
             print(
