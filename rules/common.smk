@@ -289,7 +289,7 @@ onstart:
     _lifecycle.record(workflow)  # pid, host and locks of this invocation
     _signals.stop_jobs_on_signal(workflow)  # kill -INT/-TERM of snakemake alone stops the jobs
     try:
-        TRACKING.start()
+        TRACKING.start(_tracking.Invocation.of(workflow, STUDIES))  # names the parent run
     except _tracking.TrackingUnreachable as err:  # one line, before any job
         sys.exit(f"ibrobust: {err}")
     except Exception as err:  # any other store error: no traceback, no credential in the log

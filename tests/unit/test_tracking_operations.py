@@ -1,12 +1,15 @@
 """Operations of the tracking package, without Snakemake: the store URI from the
 environment (IBROBUST_BACKEND_STORE_URI over the config, taken out of the jobs'
-environment) and the warning for a password given with --config."""
+environment), the warning for a password given with --config, and the parent run's name
+from the targets and the studies of the DAG's jobs."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -101,3 +104,60 @@ def test_the_warning_names_each_key_and_its_variable():
         "config file (--configfile)"
     ) in warning
     assert SECRET not in warning
+
+
+# ---- the parent run's name: targets and the studies of the DAG's jobs ---------------------
+def _job(rule: str, output: list[str], **wildcards) -> SimpleNamespace:
+    return SimpleNamespace(rule=rule, output=output, wildcards_dict=wildcards)
+
+
+def _workflow(targets, needrun, other=(), rules=("all", "reproduce", "fa", "prelu")):
+    jobs = [*needrun, *other]
+    dag = SimpleNamespace(needrun_jobs=lambda exclude_finished=True: iter(needrun), jobs=jobs)
+    return SimpleNamespace(
+        dag_settings=SimpleNamespace(targets=frozenset(targets)),
+        default_target="all",
+        is_rule=lambda name: name in rules,
+        dag=dag,
+    )
+
+
+KNOWN = ["fa", "prelu", "price_linear", "margin"]
+DATA = _job("dataset", ["results/datasets/d/seed0/data.npz"], dataset="d", seed="0")
+CLAIMS = _job("claims", ["results/claims/all/claims.md"])
+FA_TRAIN = _job("train", ["results/fa/d/m/o/binary/seed0/model.pt"], study="fa")
+PRICE = _job("price_train", ["results/price_linear/r/lin_gd/n8/metrics.csv"], study="price_linear")
+PRELU_FIG = _job("prelu_table1", ["results/prelu/figures/table1.csv"])  # no study wildcard
+
+
+def test_the_name_lists_the_studies_that_run_then_the_targets():
+    wf = _workflow(["reproduce"], [DATA, PRICE, FA_TRAIN, PRELU_FIG, CLAIMS])
+    inv = _tracking.Invocation.of(wf, KNOWN)
+    assert inv.studies == ("fa", "prelu", "price_linear") and inv.targets == ("reproduce",)
+    when = time.mktime((2026, 1, 31, 12, 0, 0, 0, 0, -1))
+    assert inv.run_name(when) == "workflow fa+prelu+price_linear (reproduce) 2026-01-31 12:00:00"
+
+
+def test_file_targets_are_counted_and_rules_named():
+    files = ["results/fa/d/m/o/binary/seed0/model.pt", "results/price_linear/x.csv"]
+    inv = _tracking.Invocation.of(_workflow([*files, "prelu"], [FA_TRAIN, PRICE]), KNOWN)
+    assert inv.targets_label() == "prelu, 2 files"
+    assert inv.run_name().startswith("workflow fa+price_linear (prelu, 2 files) ")
+    one = _tracking.Invocation.of(_workflow(files[:1], [FA_TRAIN]), KNOWN)
+    assert one.targets_label() == "1 file"
+    many = _tracking.Invocation(("a", "b", "c", "d", "e"), ("fa",), frozenset("abcde"))
+    assert many.targets_label() == "a, b, c, +2 rules"
+
+
+def test_no_target_is_the_default_rule():
+    inv = _tracking.Invocation.of(_workflow([], [FA_TRAIN]), KNOWN)
+    assert inv.targets == ("all",) and inv.studies == ("fa",)
+
+
+def test_an_invocation_that_redoes_no_study_job_names_the_studies_of_its_dag():
+    """Only the claims ledger reruns: the studies are those of the DAG it reads."""
+    inv = _tracking.Invocation.of(_workflow(["reproduce"], [CLAIMS], [FA_TRAIN, PRICE]), KNOWN)
+    assert inv.studies == ("fa", "price_linear")
+    nothing = _tracking.Invocation.of(_workflow(["x.npz"], [DATA], [DATA]), KNOWN)
+    assert nothing.run_name().startswith("workflow - (1 file) ")
+    assert _tracking.Invocation().run_name().startswith("workflow - (-) ")

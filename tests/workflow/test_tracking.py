@@ -63,8 +63,11 @@ def test_tracking_uri_env_overrides_config(tmp_path):
     assert child.info.run_name == "dataset seed0/tiny_clusters @shared"
     assert len(child.data.tags["ibrobust.run_key"]) == 20
     # the config is one masked artifact, not hundreds of params
+    # the parent run names what ran: one dataset job, of no study, for one file target
+    assert parent.info.run_name.startswith("workflow - (1 file) ")
     assert parent.data.params == {
-        "studies": "fa",
+        "studies": "",
+        "targets": DATA,
         "config_hash": parent.data.tags["ibrobust.config_hash"],
         "experiment": "ibrobust",
     }

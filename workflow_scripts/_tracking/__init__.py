@@ -11,6 +11,7 @@ MLflow only receives data, no rule reads it back).
 * ``uri``       - tracking URIs and the fast reachability probe;
 * ``secrets``   - store URIs from the environment (IBROBUST_BACKEND_STORE_URI), and the
   warning for a password given with ``--config``;
+* ``invocation``- what one ``snakemake`` runs (targets, studies): the parent run's name;
 * ``replay``    - ``python workflow_scripts/_tracking/replay.py``: spooled runs -> store;
 * the tracking server itself is ``_server`` (workflow_scripts/_server.py).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from .client import JobRun
 from .collector import Collector, start_collector
+from .invocation import Invocation
 from .masking import mask_secrets, mask_value
 from .protocol import (
     ENV_COLLECTOR,
@@ -39,7 +41,7 @@ from .protocol import (
 )
 from .secrets import ENV_BACKEND_STORE, backend_store, command_line_warning
 from .uri import TrackingUnreachable, probe, resolve_tracking_uri
-from .workflow import WorkflowTracking, server_settings, workflow_run_name
+from .workflow import WorkflowTracking, server_settings
 
 __all__ = [
     "ENV_BACKEND_STORE",
@@ -55,6 +57,7 @@ __all__ = [
     "MAX_PARAM_LEN",
     "RUN_KEY_TAG",
     "Collector",
+    "Invocation",
     "JobRun",
     "TrackingUnreachable",
     "WorkflowTracking",
@@ -68,5 +71,4 @@ __all__ = [
     "run_key",
     "server_settings",
     "start_collector",
-    "workflow_run_name",
 ]

@@ -5,9 +5,10 @@ config; with ``mlflow.server.start`` it starts a tracking server for the run on 
 backend store IBROBUST_BACKEND_STORE_URI or the config names, see ``secrets`` and
 ``_server``), probes a remote one (a few seconds, one line if it is down), creates the
 store and experiment once - before any job starts, so parallel jobs never race to create
-a fresh SQLite store - opens the parent run (the config as a masked ``config.yaml``
-artifact, a few params), starts the collector and exports what jobs need through
-IBROBUST_* environment variables (inherited by local and SLURM jobs alike).
+a fresh SQLite store - opens the parent run (named after what the invocation runs, see
+``invocation``; the config as a masked ``config.yaml`` artifact, a few params), starts
+the collector and exports what jobs need through IBROBUST_* environment variables
+(inherited by local and SLURM jobs alike).
 
 ``end`` (``onsuccess``/``onerror``) stops the collector, closes the parent run within a
 bounded time (else spools the closing, for the replay) and stops the server, if the run
@@ -21,11 +22,11 @@ import os
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 from . import protocol
 from .collector import Collector, start_collector
+from .invocation import Invocation
 from .masking import mask_secrets, mask_value
 from .protocol import (
     ENV_COLLECTOR,
@@ -36,6 +37,7 @@ from .protocol import (
     ENV_PARENT,
     ENV_SPOOL,
     ENV_URI,
+    MAX_PARAM_LEN,
 )
 from .secrets import StoreURI, take_backend_store
 from .uri import artifact_location, probe, resolve_tracking_uri
@@ -65,11 +67,6 @@ def server_settings(ml: dict, log_file: str, store: StoreURI):
     )
 
 
-def workflow_run_name(studies: list[str]) -> str:
-    """``workflow fa+price_linear 2026-01-31 12:00:00``: which studies, and when."""
-    return f"workflow {'+'.join(studies) or '-'} {time.strftime('%Y-%m-%d %H:%M:%S')}"
-
-
 def delete_empty_default_experiment(client) -> None:
     """MLflow creates a ``Default`` experiment (id 0) with every new store; delete it while
     it holds no run, so the UI lists only the workflow's experiment."""
@@ -96,15 +93,19 @@ class WorkflowTracking:
         self.uri: str | None = None
         self.parent_run_id: str | None = None
         self.collector: Collector | None = None
+        self.invocation = Invocation()
         self._server = None
 
     @property
     def settings(self) -> dict:
         return self.config["mlflow"]
 
-    def start(self) -> None:
+    def start(self, invocation: Invocation | None = None) -> None:
+        """``invocation``: what this ``snakemake`` runs (:meth:`Invocation.of` its workflow);
+        it names the parent run."""
         from ibrobust.provenance import git_commit
 
+        self.invocation = invocation or Invocation()
         backend = take_backend_store(self.settings)  # out of the jobs' environment
         os.environ[ENV_CONFIG_HASH] = self.config_hash
         os.environ[ENV_COMMIT] = git_commit(self.basedir)
@@ -186,15 +187,13 @@ class WorkflowTracking:
         return exp_id
 
     def _parent_run(self, client, exp_id: str) -> str:
-        # the studies this invocation builds by default: only_studies, else the enabled ones
-        studies = self.config.get("only_studies") or [
-            s for s, st in self.config["studies"].items() if st["enabled"]
-        ]
+        inv = self.invocation  # the studies its jobs belong to, and what was asked for
+        studies, targets = ",".join(inv.studies), ",".join(inv.targets)[:MAX_PARAM_LEN]
         tags = {
             "ibrobust.kind": "workflow",
             "ibrobust.config_hash": self.config_hash,
             "mlflow.source.git.commit": os.environ[ENV_COMMIT],
-            "ibrobust.studies": ",".join(studies),
+            "ibrobust.studies": studies,
         }
         if self._server is not None:
             tags["ibrobust.tracking_server"] = mask_secrets(self.uri)
@@ -204,14 +203,15 @@ class WorkflowTracking:
         _lifecycle.bounded(
             60, "closing orphaned runs", _lifecycle.close_orphaned_runs, client, exp_id
         )
-        run = retry(client.create_run, exp_id, run_name=workflow_run_name(studies), tags=tags)
+        run = retry(client.create_run, exp_id, run_name=inv.run_name(), tags=tags)
         run_id = run.info.run_id
         # the config itself is the masked config.yaml artifact; params: what to filter by
         log_params(
             client,
             run_id,
             {
-                "studies": ",".join(studies),
+                "studies": studies,
+                "targets": targets,
                 "config_hash": self.config_hash,
                 "experiment": self.settings["experiment"],
             },
