@@ -1,7 +1,7 @@
-"""Operations of the tracking package, without Snakemake: the store URI from the
-environment (IBROBUST_BACKEND_STORE_URI over the config, taken out of the jobs'
-environment), the warning for a password given with --config, and the parent run's name
-from the targets and the studies of the DAG's jobs."""
+"""What the parent run says and what the end of a run prints, without Snakemake: the store
+URI from the environment (IBROBUST_BACKEND_STORE_URI over the config, taken out of the
+jobs' environment), the warning for a password given with --config, the parent run's name
+from the targets and the studies of the DAG's jobs, and the end-of-run lines."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "workflow_scripts"
 sys.path.insert(0, str(SCRIPTS))
 import _server  # noqa: E402
 import _tracking  # noqa: E402
+from _tracking import ui  # noqa: E402
 from _tracking.secrets import ENV_BACKEND_STORE, StoreURI, take_backend_store  # noqa: E402
 
 SECRET = "s3cr3t-Pa55"
@@ -161,3 +162,63 @@ def test_an_invocation_that_redoes_no_study_job_names_the_studies_of_its_dag():
     nothing = _tracking.Invocation.of(_workflow(["x.npz"], [DATA], [DATA]), KNOWN)
     assert nothing.run_name().startswith("workflow - (1 file) ")
     assert _tracking.Invocation().run_name().startswith("workflow - (-) ")
+
+
+# ---- the end-of-run lines -----------------------------------------------------------------
+def test_the_end_of_run_lines_give_a_command_and_the_run_url(tmp_path):
+    url = ui.run_url("http://127.0.0.1:5000/", "3", "abc")
+    assert url == "http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning"
+    db = StoreURI(f"sqlite:///{tmp_path}/my results/mlflow.db", "config key mlflow.tracking_uri")
+    assert ui.open_command(db) == (
+        f"mlflow ui --backend-store-uri 'sqlite:///{tmp_path}/my results/mlflow.db' --workers 1"
+    )
+    pg = StoreURI(PG, f"environment variable {ENV_BACKEND_STORE}", ENV_BACKEND_STORE)
+    assert ui.open_command(pg, str(tmp_path / "art")) == (
+        f'mlflow ui --backend-store-uri "${ENV_BACKEND_STORE}" '
+        f"--artifacts-destination {tmp_path / 'art'} --workers 1"
+    )
+    from_config = StoreURI(PG, "config key mlflow.server.backend_store_uri")
+    assert SECRET not in ui.open_command(from_config)
+    assert ui.hint_lines(url, "mlflow ui x") == [
+        "ibrobust: MLflow: open the store with: mlflow ui x",
+        f"ibrobust: MLflow: this invocation's parent run: {url}",
+    ]
+    assert ui.hint_lines(url, None) == [f"ibrobust: MLflow: this invocation's parent run: {url}"]
+
+
+def test_a_failed_run_ends_with_the_command_and_the_url(tmp_path, monkeypatch, capsys):
+    """start -> end("FAILED") on a real SQLite store: the parent run is named after the
+    invocation and closed FAILED, and the last two lines say how to open it."""
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # start() exports IBROBUST_*
+    for var in ("MLFLOW_TRACKING_URI", ENV_BACKEND_STORE):
+        os.environ.pop(var, None)
+    db = tmp_path / "results" / "mlflow.db"
+    ml = {
+        "enabled": True,
+        "tracking_uri": "sqlite:///results/mlflow.db",  # relative: printed absolute
+        "artifact_root": "results/artifacts",
+        "experiment": "ibrobust",
+        "server": _server_block(),
+    }
+    tracking = _tracking.WorkflowTracking({"mlflow": ml, "studies": {}}, "c0ffee", str(tmp_path))
+    tracking.start(_tracking.Invocation(("reproduce",), ("fa", "prelu"), frozenset({"reproduce"})))
+    tracking.end("FAILED")
+    client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+    exp = client.get_experiment_by_name("ibrobust")
+    (parent,) = client.search_runs([exp.experiment_id])
+    assert parent.info.status == "FAILED"
+    assert parent.info.run_name.startswith("workflow fa+prelu (reproduce) ")
+    assert parent.data.params["studies"] == "fa,prelu"
+    assert parent.data.params["targets"] == "reproduce"
+    url = (
+        f"http://127.0.0.1:5000/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}"
+        "?workflowType=machine_learning"
+    )
+    assert capsys.readouterr().err.splitlines()[-2:] == [
+        f"ibrobust: MLflow: open the store with: mlflow ui --backend-store-uri sqlite:///{db} "
+        "--workers 1",
+        f"ibrobust: MLflow: this invocation's parent run: {url}",
+    ]

@@ -6,6 +6,7 @@ one given with --config is warned about."""
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections import Counter
 from contextlib import nullcontext
@@ -151,7 +152,7 @@ def test_a_store_password_through_the_environment_or_config(way, tmp_path):
     """The run's tracking server on a PostgreSQL store that checks its password (a URI
     without it is refused). environment (docs/operations.md, "Secrets"): the password is
     in no file under the run directory (.snakemake/ included), not in the run's output
-    nor in the store. --config:
+    nor in the store, and the end-of-run command names the variable instead. --config:
     one warning naming the variable, and the password lands where it says, in Snakemake's
     log, and nowhere else under the run directory (so the search would find it)."""
     pytest.importorskip("psycopg2", reason='psycopg2 missing: pip install -e ".[cluster]"')
@@ -178,10 +179,12 @@ def test_a_store_password_through_the_environment_or_config(way, tmp_path):
     (smk_log,) = (work / ".snakemake" / "log").glob("*.snakemake.log")
     assert f"--config mlflow={server}" in smk_log.read_text()  # the command line is kept
     found = _count_in_files(work, password)
+    (command,) = re.findall(r"ibrobust: MLflow: open the store with: (.*)", run.output)
     warnings = [line for line in run.output.splitlines() if line.startswith(WARNING)]
     if way == "environment":
         assert found == {} and password not in run.output
         assert warnings == []
+        assert command.startswith('mlflow ui --backend-store-uri "$IBROBUST_BACKEND_STORE_URI"')
     else:
         assert list(found) == [str(smk_log)], found
         (warning,) = warnings
@@ -190,8 +193,9 @@ def test_a_store_password_through_the_environment_or_config(way, tmp_path):
         )
         assert "variable IBROBUST_BACKEND_STORE_URI" in warning
         assert ".snakemake/log/" in warning
+        assert "postgresql://postgres:***@127.0.0.1" in command and password not in command
     record(f"store password via {way}: files holding it {sorted(found) or 'none'}")
-    print("\n".join(warnings))
+    print("\n".join([*warnings, command]))
 
 
 def test_an_unreachable_tracking_server_stops_the_run_before_any_job(tmp_path):

@@ -12,6 +12,7 @@ MLflow only receives data, no rule reads it back).
 * ``secrets``   - store URIs from the environment (IBROBUST_BACKEND_STORE_URI), and the
   warning for a password given with ``--config``;
 * ``invocation``- what one ``snakemake`` runs (targets, studies): the parent run's name;
+* ``ui``        - the end-of-run lines: the command that serves the store, the run's URL;
 * ``replay``    - ``python workflow_scripts/_tracking/replay.py``: spooled runs -> store;
 * the tracking server itself is ``_server`` (workflow_scripts/_server.py).
 

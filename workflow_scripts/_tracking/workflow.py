@@ -11,8 +11,9 @@ the collector and exports what jobs need through IBROBUST_* environment variable
 (inherited by local and SLURM jobs alike).
 
 ``end`` (``onsuccess``/``onerror``) stops the collector, closes the parent run within a
-bounded time (else spools the closing, for the replay) and stops the server, if the run
-started one.
+bounded time (else spools the closing, for the replay), stops the server, if the run
+started one, and prints the command that serves the store and the URL of the parent run
+(``ui``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from . import protocol
+from . import protocol, ui
 from .collector import Collector, start_collector
 from .invocation import Invocation
 from .masking import mask_secrets, mask_value
@@ -91,10 +92,13 @@ class WorkflowTracking:
         self.config_hash = config_hash
         self.basedir = basedir
         self.uri: str | None = None
+        self.experiment_id: str | None = None
         self.parent_run_id: str | None = None
         self.collector: Collector | None = None
         self.invocation = Invocation()
         self._server = None
+        self._store: StoreURI | None = None  # what `mlflow ui` serves afterwards (None: a server)
+        self._artifacts: str | None = None  # ... and the artifacts of the run's own server
 
     @property
     def settings(self) -> dict:
@@ -118,7 +122,7 @@ class WorkflowTracking:
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=self.uri)  # creating it creates/migrates the store
-        exp_id = self._experiment(client)
+        exp_id = self.experiment_id = self._experiment(client)
         self.parent_run_id = self._parent_run(client, exp_id)
         os.environ.update(
             {
@@ -150,6 +154,10 @@ class WorkflowTracking:
             settings = server_settings(ml, "results/logs/mlflow_server.log", backend)
             uri = _server.start(settings)
             self._server = _server
+            self._store = StoreURI(
+                _server.absolute_store_uri(backend.uri), backend.source, backend.variable
+            )
+            self._artifacts = settings.artifacts_destination
             print(
                 f"MLflow tracking server for this run: {uri} (store "
                 f"{mask_secrets(_server.absolute_store_uri(settings.backend_store_uri))}, "
@@ -159,6 +167,10 @@ class WorkflowTracking:
             return uri
         uri = resolve_tracking_uri(ml["tracking_uri"])
         probe(uri)
+        if not uri.startswith(("http://", "https://")):
+            var = "MLFLOW_TRACKING_URI" if from_env else None
+            where = f"environment variable {var}" if var else "config key mlflow.tracking_uri"
+            self._store = StoreURI(uri, where, var)
         return uri
 
     def _experiment(self, client) -> str:
@@ -254,7 +266,8 @@ class WorkflowTracking:
 
     def end(self, status: str, timeout: float = END_TIMEOUT) -> None:
         """Stop the collector, close the parent run (within ``timeout`` s, else spool the
-        closing for the replay), then stop the run's tracking server."""
+        closing for the replay), stop the run's tracking server, then print where to see
+        the runs."""
         try:
             down = None
             if self.collector is not None:
@@ -269,6 +282,20 @@ class WorkflowTracking:
         finally:
             if self._server is not None:
                 self._server.stop()
+            self.print_ui_hint()
+
+    def print_ui_hint(self) -> None:
+        """The command that serves the store (none for a server that outlives the run) and
+        the URL of this invocation's parent run (``ui``)."""
+        if not (self.parent_run_id and self.experiment_id and self.uri):
+            return
+        if self._store is None:  # a tracking server of its own (MLFLOW_TRACKING_URI=http...)
+            url, command = ui.run_url(self.uri, self.experiment_id, self.parent_run_id), None
+        else:
+            url = ui.run_url(ui.UI_BASE, self.experiment_id, self.parent_run_id)
+            command = ui.open_command(self._store, self._artifacts)
+        for line in ui.hint_lines(url, command):
+            print(line, file=sys.stderr, flush=True)
 
     def _close_parent(self, status: str, timeout: float, down: str | None) -> None:
         from mlflow.tracking import MlflowClient
