@@ -278,6 +278,10 @@ TRACKING = _tracking.WorkflowTracking(config, CONFIG_HASH, workflow.basedir)
 # (path -> artifact folder; e.g. the claims ledger, rules/claims.smk)
 PARENT_ARTIFACTS = {}
 INVOCATION_START = time.time()
+# a password given with --config stays in Snakemake's log (.snakemake/log): say so, once
+_SECRET_WARNING = _tracking.command_line_warning(workflow.config_settings.config)
+if _SECRET_WARNING and workflow.is_main_process:
+    print(_SECRET_WARNING, file=sys.stderr, flush=True)
 
 
 onstart:
@@ -285,7 +289,7 @@ onstart:
     _lifecycle.record(workflow)  # pid, host and locks of this invocation
     _signals.stop_jobs_on_signal(workflow)  # kill -INT/-TERM of snakemake alone stops the jobs
     try:
-        TRACKING.start()
+        TRACKING.start(_tracking.Invocation.of(workflow, STUDIES))  # names the parent run
     except _tracking.TrackingUnreachable as err:  # one line, before any job
         sys.exit(f"ibrobust: {err}")
     except Exception as err:  # any other store error: no traceback, no credential in the log
