@@ -1,6 +1,6 @@
 # ibrobust: implicit bias of gradient methods and adversarial robustness.
 # Table of contents only; the logic lives in rules/common.smk, the study kinds' rules files
-# (rules/<kind>.smk, from the registry ibrobust.studies) and the library in src/.
+# (each kind's capability `rules`, ibrobust.kinds.STUDIES) and the library in src/.
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -18,8 +18,8 @@ include: "rules/train.smk"
 include: "rules/analysis.smk"
 include: "rules/attack.smk"
 
-# one rules file per study kind (ibrobust.studies.REGISTRY)
-for _rules in STUDY_RULES:
+# one rules file per study kind (ibrobust.kinds.STUDIES)
+for _rules in STUDY_RULES.values():
 
     include: f"rules/{_rules}"
 

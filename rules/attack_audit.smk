@@ -4,7 +4,7 @@
 # study's attacks and records the exact radii); this file adds the audit table.
 from ibrobust.studies import attack_audit as _audit  # noqa: E402
 
-AUDIT_WILDCARDS = dict(study=_alternatives(studies_of("attack_audit")) or "^$")
+AUDIT_WILDCARDS = dict(study=study_constraint("attack_audit"))
 
 
 rule attack_audit_table:

@@ -5,8 +5,7 @@
 # these jobs.
 from ibrobust.studies import feature_averaging as _fa  # noqa: E402
 
-FA_WILDCARDS = dict(study=_alternatives(studies_of("feature_averaging")) or "^$")
-
+FA_WILDCARDS = dict(study=study_constraint("feature_averaging"))
 
 
 rule fa_lambda_figure:
@@ -51,6 +50,7 @@ rule fa_robust_figure:
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         datasets=lambda w: {ds: dataset_config(ds) for ds in STUDIES[w.study]["datasets"]},
         model_kinds=model_kinds,
+        model_labels=model_labels,
         plots=plot_params,
         code=code("fa_robust_figure"),
     threads: 1
@@ -81,7 +81,7 @@ rule fa_scaling_figure:
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         datasets=lambda w: {r[0]: dataset_config(r[0]) for r in _fa.scaling_runs(config, w.study)},
         sweeps=lambda w: _fa.sweep_datasets(config, STUDIES[w.study]),
-        model_kinds=model_kinds,
+        model_labels=model_labels,
         plots=plot_params,
         code=code("fa_scaling_figure"),
     threads: 1
@@ -111,7 +111,7 @@ rule fa_summary_table:
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         analysis_runs=lambda w: _runs(trained_runs(w.study)),
         decomposed_runs=lambda w: _fa.decomposed_runs(config, w.study),
-        model_kinds=model_kinds,
+        model_labels=model_labels,
         code=code("fa_summary_table"),
     threads: 1
     resources:

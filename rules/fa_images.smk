@@ -2,7 +2,7 @@
 # ibrobust.studies.feature_averaging_images): Li et al. Fig. 2/3 on real images. The models,
 # attacks and cosine heatmaps come from the generic network rules (train, attack, analyze,
 # cosine_figure); only the robust-accuracy figure and the summary are kind-specific.
-IMAGE_WILDCARDS = dict(study=_alternatives(studies_of("feature_averaging_images")) or "^$")
+IMAGE_WILDCARDS = dict(study=study_constraint("feature_averaging_images"))
 
 
 rule images_robust_figure:

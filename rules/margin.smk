@@ -8,11 +8,11 @@ from ibrobust.studies import margin as _margin  # noqa: E402
 
 MARGIN_STUDIES = studies_of("margin")
 MARGIN_WILDCARDS = dict(
-    study=_alternatives(MARGIN_STUDIES) or "^$",
-    dataset=_alternatives({d for s in MARGIN_STUDIES for d in STUDIES[s]["datasets"]}) or "^$",
-    model=_alternatives({m for s in MARGIN_STUDIES for m in STUDIES[s]["models"]}) or "^$",
+    study=study_constraint("margin"),
+    dataset=alternatives({d for s in MARGIN_STUDIES for d in STUDIES[s]["datasets"]}) or NO_MATCH,
+    model=alternatives({m for s in MARGIN_STUDIES for m in STUDIES[s]["models"]}) or NO_MATCH,
     seed=r"\d+",
-    figure=_alternatives(_margin.FIGURES),
+    figure=alternatives(_margin.FIGURES),
 )
 MARGIN_RUN = "results/{study}/{dataset}/{model}/seed{seed}"
 
@@ -37,7 +37,7 @@ rule margin_train:
     params:
         training=lambda w: _margin.training(config, STUDIES[w.study], w.model),
         seed=lambda w: int(w.seed),
-        code=lambda w: code("margin_train", kinds.module_of(kinds.MODELS, config["models"][w.model]["kind"], "model")),
+        code=lambda w: code("margin_train", kind_module("models", w.model)),
     threads: config["threads"]
     resources:
         mem_mb=4000,
@@ -67,7 +67,7 @@ rule margin_robustness:
         model=lambda w: config["models"][w.model],
         robustness=lambda w: _margin.robustness(config, STUDIES[w.study]),
         seed=lambda w: int(w.seed),
-        code=lambda w: code("margin_robustness", kinds.module_of(kinds.MODELS, config["models"][w.model]["kind"], "model")),
+        code=lambda w: code("margin_robustness", kind_module("models", w.model)),
     threads: config["threads"]
     resources:
         mem_mb=4000,

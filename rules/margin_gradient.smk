@@ -1,9 +1,8 @@
-# Margin vs input gradient per test point (issue 11 section 2) for the feature-averaging
-# studies (part of their outputs, so of the default target): every trained and reference
-# net of the study, each binary readout, one figure + the per-point CSV + a per-(net,
-# readout, seed) summary the claims ledger reads. Uses the
-# study's attacks (those that apply to each supervision, judged on the binary task) on a
-# fine radius grid (ibrobust.analysis.margin_gradient.MarginGradientConfig defaults).
+# Margin vs input gradient per test point (issue 11 section 2), part of the study's outputs
+# (so of the default target): every trained and reference net of the study, each binary
+# readout, one figure + the per-point CSV + a per-(net, readout, seed) summary the claims
+# ledger reads. Uses the study's attacks (those that apply to each supervision, judged on
+# the binary task) on a fine radius grid (ibrobust.analysis.margin_gradient's defaults).
 
 
 rule fa_margin_gradient:
@@ -30,12 +29,13 @@ rule fa_margin_gradient:
         # breaking radii on 64 steps up to the study's largest radius (0.5 at FA's 32; a
         # fixed step would leave 3 radii on PRELU-scale grids such as fa_prelu's 1.5)
         settings=lambda w: {"radius_step": round(max(float(r) for r in STUDIES[w.study]["radii"]) / 64, 9)},
+        model_labels=model_labels,
         plots=plot_params,
         # the script, plus the model and attack kinds it loads on demand
         code=lambda w: code(
             "fa_margin_gradient",
-            *{kinds.module_of(kinds.MODELS, config["models"][r["model"]]["kind"], "model") for r in main_runs(w.study)},
-            *{kinds.module_of(kinds.ATTACKS, config["attacks"][n]["kind"], "attack") for n in STUDIES[w.study]["attacks"]},
+            *kind_modules("models", [r["model"] for r in main_runs(w.study)]),
+            *kind_modules("attacks", STUDIES[w.study]["attacks"]),
         ),
     threads: config["threads"]
     resources:

@@ -7,8 +7,7 @@
 # analysis of a whole run.
 from ibrobust.studies import prelu as _prelu  # noqa: E402
 
-PRELU_WILDCARDS = dict(study=_alternatives(studies_of("prelu")) or "^$")
-
+PRELU_WILDCARDS = dict(study=study_constraint("prelu"))
 
 
 rule prelu_analyze:

@@ -8,13 +8,12 @@ from ibrobust.studies import price_linear as _price  # noqa: E402
 
 PRICE_STUDIES = studies_of("price_linear")
 PRICE_WILDCARDS = dict(
-    study=_alternatives(PRICE_STUDIES) or "^$",
-    dataset=_alternatives({d for s in PRICE_STUDIES for d in STUDIES[s]["datasets"]}) or "^$",
-    optimizer=_alternatives({o for s in PRICE_STUDIES for o in STUDIES[s]["optimizers"]}) or "^$",
+    study=study_constraint("price_linear"),
+    dataset=alternatives({d for s in PRICE_STUDIES for d in STUDIES[s]["datasets"]}) or NO_MATCH,
+    optimizer=alternatives({o for s in PRICE_STUDIES for o in STUDIES[s]["optimizers"]}) or NO_MATCH,
     n=r"\d+",
     gap="robust|clean",
 )
-
 
 
 rule price_test_data:
@@ -90,7 +89,7 @@ rule price_train:
         optimizer=lambda w: _price.training(config, STUDIES[w.study], w.optimizer)["optimizer"],
         stopping=lambda w: _price.training(config, STUDIES[w.study], w.optimizer)["stopping"],
         eps_fractions=lambda w: _price.training(config, STUDIES[w.study], w.optimizer)["eps_fractions"],
-        code=code("price_train"),
+        code=lambda w: code("price_train", kind_module("optimizers", w.optimizer)),
     threads: config["threads"]
     resources:
         mem_mb=3000,
@@ -116,7 +115,7 @@ rule price_gap_figure:
         runs=lambda w: _price.runs(STUDIES[w.study]),
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
         plots=plot_params,
-        code=code("price_gap_figure"),
+        code=lambda w: code("price_gap_figure", *_price.optimizer_modules(config, STUDIES[w.study])),
     threads: config["threads"]
     conda:
         "../envs/ibrobust.yaml"
@@ -141,7 +140,7 @@ rule price_gap_difference_figure:
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
         gap=lambda w: f"{w.gap}_gap",
         plots=plot_params,
-        code=code("price_gap_difference_figure"),
+        code=lambda w: code("price_gap_difference_figure", *_price.optimizer_modules(config, STUDIES[w.study])),
     threads: config["threads"]
     conda:
         "../envs/ibrobust.yaml"
@@ -164,7 +163,7 @@ rule price_cosine_figure:
         runs=lambda w: _price.runs(STUDIES[w.study]),
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
         plots=plot_params,
-        code=code("price_cosine_figure"),
+        code=lambda w: code("price_cosine_figure", *_price.optimizer_modules(config, STUDIES[w.study])),
     threads: config["threads"]
     conda:
         "../envs/ibrobust.yaml"
@@ -186,7 +185,7 @@ rule price_summary_table:
     params:
         runs=lambda w: _price.runs(STUDIES[w.study]),
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
-        code=code("price_summary_table"),
+        code=lambda w: code("price_summary_table", *_price.optimizer_modules(config, STUDIES[w.study])),
     threads: config["threads"]
     conda:
         "../envs/ibrobust.yaml"

@@ -6,7 +6,7 @@
 # the summary.
 from ibrobust.studies import price_nn as _price_nn  # noqa: E402
 
-PRICE_NN_WILDCARDS = dict(study=_alternatives(studies_of("price_nn")) or "^$")
+PRICE_NN_WILDCARDS = dict(study=study_constraint("price_nn"))
 
 
 rule price_nn_figures:

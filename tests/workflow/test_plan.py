@@ -120,8 +120,14 @@ MALFORMED = [
     (
         "dataset-without-kind",
         {"datasets": {"nokind": {"d": 10, "k": 2}}},
-        "datasets.nokind",
+        "datasets.nokind.kind",
         "'kind' is a required property",
+    ),
+    (
+        "unknown-model-kind",
+        {"models": {"two_layer_m2": {"kind": "tanh_mlp"}}},
+        "models.two_layer_m2.kind",
+        "'tanh_mlp' is not a model kind (known: [",
     ),
     ("threads-zero", {"threads": 0}, "threads", "minimum"),
     (
