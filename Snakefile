@@ -18,10 +18,17 @@ include: "rules/train.smk"
 include: "rules/analysis.smk"
 include: "rules/attack.smk"
 
-# one rules file per study kind (ibrobust.kinds.STUDIES)
-for _rules in STUDY_RULES.values():
+# one rules file per study kind; its rules match that kind's studies only
+for _kind, _rules in STUDY_RULES.items():
+
+    wildcard_constraints:
+        study=study_constraint(_kind),
 
     include: f"rules/{_rules}"
+
+
+wildcard_constraints:
+    study=study_constraint(),
 
 
 include: "rules/targets.smk"

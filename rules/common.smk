@@ -98,8 +98,9 @@ NO_MATCH = "^$"  # a wildcard constraint no value matches (no study of a kind in
 
 def study_constraint(kind=None):
     """The ``study`` wildcard's regex for the rules of a study kind's rules file: that kind's
-    studies of the config (None: the studies of the generic network rules). Each rule of a
-    kind's file states it (``wildcard_constraints: study=...``)."""
+    studies of the config (None: the studies of the generic network rules). The Snakefile
+    applies it to every rule of the kind's file, so a file's rules never match another
+    kind's study (e.g. two kinds' results/{study}/figures/summary.csv)."""
     return alternatives(NET_STUDIES if kind is None else studies_of(kind)) or NO_MATCH
 
 
@@ -115,7 +116,7 @@ def kind_modules(section, names):
     return sorted({kind_module(section, n) for n in names})
 
 
-# study: the generic network rules; a kind with rules of its own constrains them itself
+# the generic network rules: their studies (a kind's rules file gets its own, see Snakefile)
 wildcard_constraints:
     study=study_constraint(),
     dataset=alternatives(DATASETS),

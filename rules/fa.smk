@@ -5,8 +5,6 @@
 # these jobs.
 from ibrobust.studies import feature_averaging as _fa  # noqa: E402
 
-FA_WILDCARDS = dict(study=study_constraint("feature_averaging"))
-
 
 rule fa_lambda_figure:
     input:
@@ -18,8 +16,6 @@ rule fa_lambda_figure:
         csv="results/{study}/figures/lambda_trajectories.csv",
     log:
         "results/logs/figures/{study}/lambda_trajectories.log",
-    wildcard_constraints:
-        study=FA_WILDCARDS["study"],
     params:
         runs=lambda w: _fa.first_seed_decomposed(config, w.study),
         plots=plot_params,
@@ -43,8 +39,6 @@ rule fa_robust_figure:
         csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
     log:
         "results/logs/figures/{study}/robust_accuracy_vs_radius.log",
-    wildcard_constraints:
-        study=FA_WILDCARDS["study"],
     params:
         runs=lambda w: _fa.attack_runs(config, w.study, "main"),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
@@ -74,8 +68,6 @@ rule fa_scaling_figure:
         slopes_md="results/{study}/figures/scaling_summary.md",
     log:
         "results/logs/figures/{study}/critical_radius_scaling.log",
-    wildcard_constraints:
-        study=FA_WILDCARDS["study"],
     params:
         runs=lambda w: _fa.attack_runs(config, w.study, "scaling"),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
@@ -104,8 +96,6 @@ rule fa_summary_table:
         md="results/{study}/figures/summary.md",
     log:
         "results/logs/figures/{study}/summary.log",
-    wildcard_constraints:
-        study=FA_WILDCARDS["study"],
     params:
         attack_runs=lambda w: _fa.attack_runs(config, w.study, "main"),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),

@@ -8,7 +8,6 @@ from ibrobust.studies import margin as _margin  # noqa: E402
 
 MARGIN_STUDIES = studies_of("margin")
 MARGIN_WILDCARDS = dict(
-    study=study_constraint("margin"),
     dataset=alternatives({d for s in MARGIN_STUDIES for d in STUDIES[s]["datasets"]}) or NO_MATCH,
     model=alternatives({m for s in MARGIN_STUDIES for m in STUDIES[s]["models"]}) or NO_MATCH,
     seed=r"\d+",
@@ -30,7 +29,6 @@ rule margin_train:
     benchmark:
         "results/benchmarks/margin_train/{study}/{dataset}/{model}/seed{seed}.tsv"
     wildcard_constraints:
-        study=MARGIN_WILDCARDS["study"],
         dataset=MARGIN_WILDCARDS["dataset"],
         model=MARGIN_WILDCARDS["model"],
         seed=MARGIN_WILDCARDS["seed"],
@@ -59,7 +57,6 @@ rule margin_robustness:
     benchmark:
         "results/benchmarks/margin_robustness/{study}/{dataset}/{model}/seed{seed}.tsv"
     wildcard_constraints:
-        study=MARGIN_WILDCARDS["study"],
         dataset=MARGIN_WILDCARDS["dataset"],
         model=MARGIN_WILDCARDS["model"],
         seed=MARGIN_WILDCARDS["seed"],
@@ -88,7 +85,6 @@ rule margin_figure:
     log:
         "results/logs/figures/{study}/{figure}.log",
     wildcard_constraints:
-        study=MARGIN_WILDCARDS["study"],
         figure=MARGIN_WILDCARDS["figure"],
     params:
         runs=lambda w: _margin.runs(STUDIES[w.study]),
@@ -113,8 +109,6 @@ rule margin_summary:
         checkpoints="results/{study}/figures/checkpoints.csv",
     log:
         "results/logs/figures/{study}/summary.log",
-    wildcard_constraints:
-        study=MARGIN_WILDCARDS["study"],
     params:
         runs=lambda w: _margin.runs(STUDIES[w.study]),
         radii=lambda w: STUDIES[w.study]["robustness"]["radii"],

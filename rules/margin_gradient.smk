@@ -1,7 +1,7 @@
-# Margin vs input gradient per test point (issue 11 section 2), part of the study's outputs
-# (so of the default target): every trained and reference net of the study, each binary
-# readout, one figure + the per-point CSV + a per-(net, readout, seed) summary the claims
-# ledger reads. Uses the study's attacks (those that apply to each supervision, judged on
+# Margin vs input gradient per test point (issue 11 section 2) of the feature-averaging
+# studies (part of their outputs, so of the default target): every trained and reference
+# net of the study, each binary readout, one figure + the per-point CSV + a per-(net,
+# readout, seed) summary the claims ledger reads. Uses the study's attacks (those that apply to each supervision, judged on
 # the binary task) on a fine radius grid (ibrobust.analysis.margin_gradient's defaults).
 
 
@@ -16,8 +16,8 @@ rule fa_margin_gradient:
         summary="results/{study}/figures/margin_gradient_summary.csv",
     log:
         "results/logs/figures/{study}/margin_gradient.log",
-    wildcard_constraints:
-        study=FA_WILDCARDS["study"],
+    wildcard_constraints:  # not in a study kind's rules file: constrained here
+        study=study_constraint("feature_averaging"),
     params:
         runs=lambda w: main_runs(w.study),
         attacks=lambda w: {sup: {n: config["attacks"][n] for n in STUDIES[w.study]["attacks"]

@@ -8,7 +8,6 @@ from ibrobust.studies import price_linear as _price  # noqa: E402
 
 PRICE_STUDIES = studies_of("price_linear")
 PRICE_WILDCARDS = dict(
-    study=study_constraint("price_linear"),
     dataset=alternatives({d for s in PRICE_STUDIES for d in STUDIES[s]["datasets"]}) or NO_MATCH,
     optimizer=alternatives({o for s in PRICE_STUDIES for o in STUDIES[s]["optimizers"]}) or NO_MATCH,
     n=r"\d+",
@@ -25,7 +24,6 @@ rule price_test_data:
     benchmark:
         "results/benchmarks/price_test_data/{study}/{dataset}.tsv"
     wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
         dataset=PRICE_WILDCARDS["dataset"],
     params:
         dataset=lambda w: _price.data(config, STUDIES[w.study], w.dataset)["dataset"],
@@ -50,7 +48,6 @@ rule price_train_data:
     benchmark:
         "results/benchmarks/price_train_data/{study}/{dataset}/n{n}.tsv"
     wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
         dataset=PRICE_WILDCARDS["dataset"],
         n=PRICE_WILDCARDS["n"],
     params:
@@ -81,7 +78,6 @@ rule price_train:
     benchmark:
         "results/benchmarks/price_train/{study}/{dataset}/{optimizer}/n{n}.tsv"
     wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
         dataset=PRICE_WILDCARDS["dataset"],
         optimizer=PRICE_WILDCARDS["optimizer"],
         n=PRICE_WILDCARDS["n"],
@@ -109,8 +105,6 @@ rule price_gap_figure:
         csv="results/{study}/figures/gap_vs_n.csv",
     log:
         "results/logs/figures/{study}/gap_vs_n.log",
-    wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
     params:
         runs=lambda w: _price.runs(STUDIES[w.study]),
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
@@ -133,7 +127,6 @@ rule price_gap_difference_figure:
     log:
         "results/logs/figures/{study}/gap_difference_{gap}.log",
     wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
         gap=PRICE_WILDCARDS["gap"],
     params:
         runs=lambda w: _price.runs(STUDIES[w.study]),
@@ -157,8 +150,6 @@ rule price_cosine_figure:
         csv="results/{study}/figures/solution_cosines.csv",
     log:
         "results/logs/figures/{study}/solution_cosines.log",
-    wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
     params:
         runs=lambda w: _price.runs(STUDIES[w.study]),
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
@@ -180,8 +171,6 @@ rule price_summary_table:
         md="results/{study}/figures/summary.md",
     log:
         "results/logs/figures/{study}/summary.log",
-    wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
     params:
         runs=lambda w: _price.runs(STUDIES[w.study]),
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
