@@ -33,7 +33,6 @@ wildcard_constraints:
 
 include: "rules/targets.smk"
 include: "rules/claims.smk"
-include: "rules/margin_gradient.smk"
 
 
 rule all:
