@@ -26,7 +26,8 @@ rule claims:
             only_studies=config["only_studies"],
             **{k: config[k] for k in ("datasets", "models", "optimizers")},
         ),
-        code=code("claims_ledger", *claims_modules().values()),
+        # the claim declarations and the optimizer kinds they read (PRICE-LIN's algorithms)
+        code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
     threads: 1
     resources:
         mem_mb=1000,
@@ -55,4 +56,4 @@ use rule claims as claims_all with:
             only_studies=list(STUDIES),
             **{k: config[k] for k in ("datasets", "models", "optimizers")},
         ),
-        code=code("claims_ledger", *claims_modules().values()),
+        code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),

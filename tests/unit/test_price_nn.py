@@ -46,10 +46,10 @@ TINY = yaml.safe_load((REPO / "tests/workflow/configs/tiny_price_nn.yaml").read_
              "optimizers.price_fc_sd.lr_schedule", "'adaptive' is not one of ['constant']"),
             ("unknown adversarial key", {"optimizers": {"gd": {"adversarial": {"restarts": 2}}}},
              "optimizers.gd.adversarial.restarts", "unknown key"),
-            ("cnn half trains fc", {"studies": {"price_nn": {"cnn": {"models": ["fc_price"]}}}},
-             "studies.price_nn.cnn.models[0]", "trains cnn"),
+            ("cnn half trains a flat-only net", {"studies": {"price_nn": {"cnn": {"models": ["two_layer_m5"]}}}},
+             "studies.price_nn.cnn.models[0]", "takes ['flat'] inputs"),
             ("sgd base optimizer", {"studies": {"price_nn": {"fc": {"optimizers": ["adam_img"]}}}},
-             "studies.price_nn.fc.optimizers[0]", "needs gd"),
+             "studies.price_nn.fc.optimizers[0]", "full-batch optimizers of network models"),
         ]
     ),
 )  # fmt: skip

@@ -158,18 +158,42 @@ LIBRARY_EDITS = {
         claims=1,
         all=1,
     ),
+    # the hand-built reference's kind (ibrobust.kinds.MODELS): its 4 train jobs (main 2 seeds +
+    # the 2 scaling variants) and 5 attack jobs (main 2 + scaling 3), then what reads them;
+    # not the trained nets' jobs (their attack jobs load the reference's module no more)
+    "models/robust_reference.py": Counter(
+        train=4,
+        attack=5,
+        fa_robust_figure=1,
+        fa_scaling_figure=1,
+        fa_margin_gradient=1,
+        fa_summary_table=1,
+        claims=1,
+        all=1,
+    ),
 }
 DIRECT = {
     "plotting/fa.py": FIGURE_RULES[:4],
     "attacks/pgd.py": ["attack", "attack_readout"],
     "training/full_batch.py": ["train"],
+    # (its attack jobs' code changes too; their reason names the rerun model first)
+    "models/robust_reference.py": ["train"],
 }
 # modules of other kinds (ibrobust.kinds): loaded on demand, so the tiny Study FA (clusters,
 # two-layer nets, Gram-space GD) does not depend on them and nothing reruns
 OTHER_KINDS = [
     "data/images.py",
+    "data/teacher.py",
     "models/image.py",
+    "models/cnn.py",
+    "models/mlp.py",
+    "models/resnet18.py",
     "training/network.py",
+    # the optimizer kinds (gd: the two-layer nets train on the gram_gd path, which reads the
+    # entry itself; the claims ledger reads the linear kinds' algorithms)
+    "optimizers/gd.py",
+    "optimizers/adam.py",
+    "optimizers/steepest.py",
     # Study PRELU's model, training path, analysis, glue and figures
     "models/prelu.py",
     "training/prelu.py",
@@ -219,6 +243,26 @@ def test_other_kinds_modules_rerun_nothing(state_copy, repo_copy, module):
     assert plan.nothing_to_do or set(plan.stats) == {"claims", "all"}, plan.stats
     if not plan.nothing_to_do:
         assert plan.of("claims")[0].reason.startswith("Params have changed"), plan.of("claims")
+
+
+def test_a_kind_fragment_is_hashed_with_its_module(state_copy, repo_copy):
+    """The schema fragment beside a kind's module is part of the kind: editing it reruns
+    exactly what editing the module reruns (here the two-layer nets and the reference,
+    whose module imports theirs)."""
+    env = base_env(PYTHONPATH=str(repo_copy.parent / "src"))
+    models = repo_copy.parent / "src" / "ibrobust" / "models"
+
+    def edited(name):
+        path = models / name
+        before = path.read_text()
+        path.write_text(before + "\n# edited by tests/workflow\n")
+        try:
+            return parse_dry_run(snakemake(state_copy, "-n", snakefile=repo_copy, env=env)).stats
+        finally:
+            path.write_text(before)
+
+    module, fragment = edited("two_layer.py"), edited("two_layer.schema.yaml")
+    assert fragment == module and module["train"] == 12, (fragment, module)
 
 
 def test_jobs_import_the_library_copy(state_copy, repo_copy, tmp_path):

@@ -25,10 +25,13 @@ from ibrobust.claims.core import (
     restricted,
 )
 from ibrobust.claims.feature_averaging_scaling import scaling_claims
+from ibrobust.kinds import MODELS
 
 # ---- column mapping (summary.csv) ----
-SETTING = "setting"  # binary | multiclass | robust reference
-BINARY, MULTICLASS, REFERENCE = "binary", "multiclass", "robust reference"
+SETTING = "setting"  # binary | multiclass | the reference's label
+BINARY, MULTICLASS = "binary", "multiclass"
+# the paper's hand-built robust net: its rows carry its kind's label (ibrobust.kinds.MODELS)
+REFERENCE = MODELS.capability("robust_reference", "label")
 READOUT = "readout"  # optional: the binary readout of the row (absent: LEGACY_READOUT)
 LEGACY_READOUT = "sum"  # what the attack jobs used before readouts were a study list
 ATTACKS = ("pgd_margin", "pgd_ce", "universal")

@@ -29,14 +29,14 @@ from ibrobust.claims.core import (
     SummaryError,
     load_source,
 )
-from ibrobust.studies import REGISTRY
+from ibrobust.kinds import STUDIES
 
 
 def claims_modules() -> dict[str, str]:
     """Study kind -> the module declaring its SOURCES and claims(ctx): ``ibrobust.claims.<kind>``
     for every registered kind that has one (a kind without claims has no module). The claims
     rules hash these modules, so editing a claim declaration reruns only the ledger."""
-    names = {kind: f"ibrobust.claims.{kind}" for kind in REGISTRY}
+    names = {kind: f"ibrobust.claims.{kind}" for kind in STUDIES.kinds()}
     return {kind: name for kind, name in names.items() if importlib.util.find_spec(name)}
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ibrobust.analysis.prelu_radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
+from ibrobust.kinds import MODELS
 
 # (norm, radius) columns of the paper's Table 1, in its order
 TABLE1_COLUMNS: list[tuple[str, float]] = [
@@ -62,8 +63,11 @@ def column_name(norm: str, eps: float) -> str:
 
 
 def model_p(entry: dict) -> float:
-    """The exponent p of a ``models`` entry (NaN for models that are not pReLU nets)."""
-    return float(entry.get("p", 1.0)) if entry.get("kind") == "prelu" else float("nan")
+    """The exponent p of a ``models`` entry (NaN for models that are not pReLU nets: kinds
+    without the capability ``alignment``, which reads their weights and p)."""
+    if not MODELS.of(entry)["alignment"]:
+        return float("nan")
+    return float(MODELS.setting(entry, "p"))
 
 
 def label_runs(df: pd.DataFrame, labels: dict) -> pd.DataFrame:

@@ -1,5 +1,6 @@
 """Robustness evaluation of one trained model: every attack over a radius grid, the worst
-case, critical radii, clean accuracy and (for the robust reference) the analytic radius.
+case, critical radii, clean accuracy and (for a model kind with exact radii, e.g. the robust
+reference) the exact radius.
 
 :func:`evaluate_robustness` is what the workflow's attack job runs; the model is read as a
 binary classifier through ``readout`` (:func:`ibrobust.models.readout.with_readout`).
@@ -13,13 +14,13 @@ from typing import Any
 import pandas as pd
 import torch
 
+from ibrobust import kinds
 from ibrobust.analysis.robustness import critical_radius
 from ibrobust.attacks.suite import AttackContext, describe_attack, evaluate_attacks
 from ibrobust.attacks.tasks import correct_in_batches
 from ibrobust.data.dataset import Dataset
 from ibrobust.models.readout import with_readout
 from ibrobust.models.registry import load_model
-from ibrobust.models.robust_reference import analytic_radius
 
 
 def attack_points(data: Dataset, points: int | None, task: str, where: str = "data"):
@@ -70,8 +71,8 @@ def evaluate_robustness(
     summary["settings"] = {name: describe_attack(spec) for name, spec in attacks.items()}
     correct = correct_in_batches(ctx.task, model, test.x, test.y, test.fine, 1000)
     summary["clean_acc"] = float(correct.float().mean())
-    if state.get("kind") == "robust_reference":
-        r = analytic_radius(net, test.x, test.y)
+    if kinds.MODELS.capability(state["kind"], "exact_radii"):
+        r = kinds.MODELS.load(state["kind"]).exact_radius(net, test.x, test.y)
         summary["analytic_radius_median"] = float(r.nanmedian())
         summary["analytic_critical_radius"] = float(r.nanquantile(0.5))
     return table, summary
