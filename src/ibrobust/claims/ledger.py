@@ -29,6 +29,7 @@ from ibrobust.claims.core import (
     SummaryError,
     load_source,
 )
+from ibrobust.claims.intervals import LEVEL
 from ibrobust.studies import REGISTRY
 
 
@@ -44,6 +45,7 @@ CLAIMS: dict[str, ModuleType] = {
     kind: importlib.import_module(name) for kind, name in claims_modules().items()
 }
 
+RULE_BOUNDS = ("strong_lo", "strong_hi", "weak_lo", "weak_hi")  # the rule as numbers
 COLUMNS = [
     "study",
     "id",
@@ -52,12 +54,20 @@ COLUMNS = [
     "paper",
     "ours_mean",
     "ours_spread",
+    "ci_lo",
+    "ci_hi",
+    "ci_method",
     "n",
     "unit",
+    "points",
     "lower_bound",
     "verdict",
     "reason",
     "rule",
+    "strong_lo",
+    "strong_hi",
+    "weak_lo",
+    "weak_hi",
     "measure",
     "note",
 ]
@@ -112,18 +122,26 @@ def _row(study: str, claim: Claim, **kw) -> dict:
         claim=claim.claim,
         paper=claim.paper,
         rule=claim.rule.text(),
+        strong_lo=claim.rule.strong[0],
+        strong_hi=claim.rule.strong[1],
+        weak_lo=claim.rule.weak[0],
+        weak_hi=claim.rule.weak[1],
         measure=claim.measure,
         ours_mean=math.nan,
         ours_spread=math.nan,
+        ci_lo=math.nan,
+        ci_hi=math.nan,
         n=0,
+        points=0,
         lower_bound=False,
     )
     row.update(kw)
     return row
 
 
-def evaluate_study(so: StudyOutputs) -> list[dict]:
-    """Ledger rows of one study (every claim of its kind, in declaration order)."""
+def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
+    """Ledger rows of one study (every claim of its kind, in declaration order); verdicts
+    on ``level`` intervals."""
     module = CLAIMS[so.kind]
     study = so.ctx.name
     claims = module.claims(so.ctx)
@@ -156,19 +174,25 @@ def evaluate_study(so: StudyOutputs) -> list[dict]:
             raise SummaryError(
                 f"{files}: claim {c.id} ({c.setting}) cannot be measured: {err}"
             ) from err
-        verdict = c.verdict(m)
-        assert verdict in VERDICTS, verdict
+        decision = c.verdict(m, level)
+        assert decision.verdict in VERDICTS, decision
+        iv = m.ci(level)
         rows.append(
             _row(
                 study,
                 c,
                 ours_mean=m.mean,
                 ours_spread=m.spread,
-                n=m.n,
-                unit=m.unit,
+                ci_lo=math.nan if iv is None else iv.lo,
+                ci_hi=math.nan if iv is None else iv.hi,
+                ci_method="" if iv is None else iv.method,
+                n=len(m.values) if iv is None else iv.n,
+                unit=m.unit if iv is None else iv.unit,
+                points=m.points or 0,
                 lower_bound=m.lower_bound,
-                verdict=verdict,
-                rule=c.rule.text(m.unit),
+                verdict=decision.verdict,
+                reason=decision.reason,
+                rule=c.rule.text(level),
                 note=m.note,
             )
         )
@@ -217,13 +241,13 @@ def study_outputs(
     return out
 
 
-def build_ledger(studies: list[StudyOutputs]) -> pd.DataFrame:
-    """The ledger table (:data:`COLUMNS`), studies in the given order; kinds without claims
-    are skipped."""
+def build_ledger(studies: list[StudyOutputs], level: float = LEVEL) -> pd.DataFrame:
+    """The ledger table (:data:`COLUMNS`), studies in the given order, verdicts on ``level``
+    intervals; kinds without claims are skipped."""
     rows: list[dict] = []
     for so in studies:
         if so.kind in CLAIMS:
-            rows += evaluate_study(so)
+            rows += evaluate_study(so, level)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -237,18 +261,38 @@ def _num(v: float) -> str:
     return f"{v:.3f}" if a < 10 else f"{v:.1f}"
 
 
+def units_text(row: Mapping) -> str:
+    """``3 seeds``, ``500 points``, ``3 seeds x 500 points``: what the interval stands on."""
+    n, unit = int(row["n"]), str(row["unit"])
+    unit = unit[:-1] if n == 1 and unit.endswith("s") else unit
+    text = f"{n} {unit}"
+    pts = int(row.get("points") or 0)
+    if pts and "points" not in unit:
+        text += f" x {pts} points"
+    return text
+
+
+def interval_text(row: Mapping) -> str:
+    lo, hi = row["ci_lo"], row["ci_hi"]
+    if lo is None or (isinstance(lo, float) and math.isnan(lo)):
+        return "no interval"
+    hi_text = "inf" if hi == math.inf else _num(hi)
+    return f"[{_num(lo)}, {hi_text}]"
+
+
 def ours_cell(row: Mapping) -> str:
+    """``0.961 [0.954, 0.968] (3 seeds)``: the mean, its interval and the units."""
     if row["verdict"] == NOT_RUN:
         return "-"
     lb = ">= " if row["lower_bound"] else ""
-    unit = str(row["unit"])
-    unit = unit[:-1] if int(row["n"]) == 1 and unit.endswith("s") else unit
-    return f"{lb}{_num(row['ours_mean'])} ± {_num(row['ours_spread'])} ({row['n']} {unit})"
+    return f"{lb}{_num(row['ours_mean'])} {interval_text(row)} ({units_text(row)})"
 
 
 def verdict_cell(row: Mapping) -> str:
     if row["verdict"] == NOT_RUN:
         return f"not run: {row['reason']}"
+    if row["reason"]:
+        return f"**{row['verdict']}**: {row['reason']}"
     return f"**{row['verdict']}**"
 
 
@@ -263,9 +307,11 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
     out = [
         f"# {title}",
         "",
-        f"{len(df)} claims: {summary}. Ours = mean ± spread (sample sd over the units named; "
-        "`>=`: some values are censored at the top of the radius grid). Generated from the "
-        "studies' summaries by `snakemake claims`; never edited by hand.",
+        f"{len(df)} claims: {summary}. Ours = mean [{_pct(df)} interval] (the units it stands "
+        "on); the verdict is decided on the interval (`>=`: some values are censored at the "
+        "top of the radius grid, so the interval has no upper end). How each interval is "
+        "computed: `ibrobust.claims.intervals`. Generated from the studies' outputs by "
+        "`snakemake claims`; never edited by hand.",
         "",
     ]
     for study, g in df.groupby("study", sort=False):
@@ -287,7 +333,9 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
     notes = df[(df["note"] != "") & (df["verdict"] != NOT_RUN)]
     out += ["## How each number is measured", ""]
     for _, r in df.drop_duplicates(["study", "id"]).iterrows():
-        out.append(f"- `{r['id']}`: {r['measure']}.")
+        method = df[(df["id"] == r["id"]) & (df["ci_method"] != "")]["ci_method"]
+        how = f" Interval: {', '.join(dict.fromkeys(method))}." if len(method) else ""
+        out.append(f"- `{r['id']}`: {r['measure']}.{how}")
     if len(notes):
         out += ["", "## Notes", ""]
         out += [f"- `{r['id']}` ({r['setting']}): {r['note']}." for _, r in notes.iterrows()]
@@ -316,10 +364,19 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
         "table{border-collapse:collapse;font:13px sans-serif}"
         "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
         "</style></head><body>"
-        f"<h1>{title}</h1><p>{len(df)} claims: {summary}. Ours = mean &plusmn; spread.</p>"
+        f"<h1>{title}</h1><p>{len(df)} claims: {summary}. Ours = mean [{_pct(df)} interval] "
+        "(units); the verdict is decided on the interval.</p>"
         + view.to_html(index=False, escape=True)
         + "</body></html>\n"
     )
+
+
+def _pct(df: pd.DataFrame) -> str:
+    """The interval level in words, from the rule text (one level per ledger)."""
+    for rule in df["rule"]:
+        if "interval of" in str(rule):
+            return str(rule).split("the ", 1)[1].split(" interval", 1)[0]
+    return f"{100 * LEVEL:g} %"
 
 
 def readme_excerpt(
@@ -346,9 +403,8 @@ def readme_excerpt(
 
 def read_ledger(path: str | Path) -> pd.DataFrame:
     """A ledger CSV written by the claims rule (for :func:`readme_excerpt`)."""
-    df = pd.read_csv(
-        path, keep_default_na=False, na_values={"ours_mean": [""], "ours_spread": [""]}
-    )
+    numeric = ("ours_mean", "ours_spread", "ci_lo", "ci_hi", *RULE_BOUNDS)
+    df = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in numeric})
     missing = [c for c in COLUMNS if c not in df]
     if missing:
         raise SummaryError(f"{path}: not a ledger, missing columns {missing}")
