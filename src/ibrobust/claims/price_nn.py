@@ -61,8 +61,9 @@ def _points(ctx: StudyContext, half: str) -> int | None:
 def fc_robust(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
     """SD - GD robust test accuracy (points) of the FC net under robust ERM, per seed (and
     eps), strong attacks; t interval over those."""
-    vals = _per_seed(_cells(src["summary"], "fc", STRONG, True))
-    return Measurement(vals, unit="(seed, eps) pairs", points=_points(ctx, "fc"))
+    cells = _cells(src["summary"], "fc", STRONG, True)
+    unit = "seeds" if len(cells) == 1 else "(seed, eps) pairs"
+    return Measurement(_per_seed(cells), unit=unit, points=_points(ctx, "fc"))
 
 
 def fc_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
