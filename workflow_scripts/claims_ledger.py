@@ -4,7 +4,8 @@ rule)."""
 
 from _job import Job
 
-from ibrobust.claims.ledger import build_ledger, ledger_html, ledger_markdown, study_outputs
+from ibrobust.claims.ledger import build_ledger, study_outputs
+from ibrobust.claims.render import ledger_html, ledger_markdown
 from ibrobust.io import atomic_path, save_csv
 from ibrobust.plotting.claims import save_claims_figure
 

@@ -93,7 +93,8 @@ def test_measurement_mean_spread_and_its_interval():
 def test_a_measurement_with_its_own_interval_reports_it():
     w = iv.wilson(45, 50)
     m = Measurement((0.8, 1.0), unit="runs", interval=w)
-    assert (m.mean, m.n, m.spread) == (pytest.approx(0.9), 50, pytest.approx(math.sqrt(0.02)))
+    assert (m.mean, m.n, m.spread) == (pytest.approx(0.9), 2, pytest.approx(math.sqrt(0.02)))
+    assert m.ci().n == 50  # the interval stands on the points, n on the runs with a value
     assert m.ci() == w
     with pytest.raises(ValueError, match="at level 0.95 asked for at 0.9"):
         m.ci(0.9)
@@ -196,22 +197,25 @@ def test_fa_censored_reference_radius_has_no_upper_end(tmp_path):
     assert ref.reason.endswith("seeds would decide (now 3, from the measured spread)")
 
 
+T_975_5 = 2.5705818366147395
+
+
 def pooled_half(xs, slopes) -> float:
-    """Half-width of the 95 % interval of the least-squares slope pooled over two seeds whose
-    log radii are c + s_i x on the same x (8 pairs, 6 df): the pooled slope is the mean
-    slope, the residuals (s_i - mean) x, so SSR = 2 d^2 sum x^2 (d = |s_0 - s_1| / 2) over
-    Sxx = 2 sum (x - mean x)^2."""
-    x = np.log(xs)
+    """Half-width of the 95 % interval of the slope common to two seeds whose log radii are
+    c_i + s_i x on the same x, an intercept per seed (8 pairs, 8 - 2 - 1 = 5 df): the
+    common slope is the mean slope, the residuals (s_i - mean)(x - mean x), so SSR = 2 d^2
+    Sxx1 (d = |s_0 - s_1| / 2, Sxx1 = sum (x - mean x)^2) over Sxx = 2 Sxx1: SE = d / sqrt(5),
+    whatever x is."""
     d = abs(slopes[0] - slopes[1]) / 2
-    return T_975_6 * d * math.sqrt((x**2).sum() / ((x - x.mean()) ** 2).sum() / 6)
+    return T_975_5 * d / math.sqrt(5)
 
 
 @pytest.mark.parametrize(
     "slopes, verdict",
     [
-        ((-0.45, -0.55), HOLDS),  # -0.5 +- 0.116
-        ((-0.17, -0.23), WEAKER),  # -0.2 +- 0.070: in [-1, -0.1], not in [-0.7, -0.3]
-        ((-0.05, -0.95), INCONCLUSIVE),  # -0.5 +- 1.05 straddles -1 and -0.1
+        ((-0.45, -0.55), HOLDS),  # -0.5 +- 0.057
+        ((-0.17, -0.23), WEAKER),  # -0.2 +- 0.034: in [-1, -0.1], not in [-0.7, -0.3]
+        ((-0.05, -0.95), INCONCLUSIVE),  # -0.5 +- 0.517 straddles -1 and -0.1
         ((-0.02, -0.02), FAILS),  # -0.02 exactly: above -0.1
     ],
 )
@@ -225,7 +229,8 @@ def test_fa_scaling_slope_on_the_pooled_slope_interval(tmp_path, slopes, verdict
     assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx(
         (mean, mean - half, mean + half), abs=1e-9
     )
-    assert (row.n, row.unit, row.ci_method) == (8, "(k, seed) pairs", "t of the pooled OLS slope")
+    method = "t of the pooled OLS slope, an intercept per group"
+    assert (row.n, row.unit, row.ci_method) == (8, "(k, seed) pairs", method)
     assert row.ours_spread == pytest.approx(abs(slopes[0] - slopes[1]) / math.sqrt(2))
     assert row.note == "2 seeds' slopes " + ", ".join(f"{s:.3f}" for s in slopes)
 
@@ -234,7 +239,7 @@ def test_fa_scaling_slope_d_and_values_off_the_grid(tmp_path):
     scaling = fa_scaling(slope_d=(0.49, 0.51))
     df = ledger(tmp_path, default_config(), {FA: fa_summary(), FA_SCALING: scaling})
     row = one(df, "fa", "fa.scaling_slope_d")
-    half = pooled_half([250, 500, 1000, 2000], (0.49, 0.51))  # 0.085: log d is far from 0
+    half = pooled_half([250, 500, 1000, 2000], (0.49, 0.51))
     assert row.verdict == HOLDS
     assert (row.ci_lo, row.ci_hi) == pytest.approx((0.5 - half, 0.5 + half))
     # a k whose radius never fell to 50 % (NaN) is left out of the fit, not counted as 0
@@ -677,12 +682,6 @@ def test_margin_certificate_on_wilsons_interval_over_pairs(tmp_path, below, verd
         assert "(point, checkpoint) pairs would decide (now 800" in row.reason
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SummaryError,
-    reason="src bug (issue 25): claims/margin.py robust_rise reads summary['eps_l2'], but "
-    "margin_summary.py pivots robust_at per split: the column is train_eps_l2 / test_eps_l2",
-)
 def test_margin_robust_rise_of_one_run_bootstraps_its_points(tmp_path):
     """The default study has one run: the robust-accuracy claims fall back to a bootstrap
     over the points of the per-point paired difference [distance > eps] at the last

@@ -25,17 +25,8 @@ from claims_fixtures import (
 from matplotlib.text import Annotation
 
 from ibrobust.claims.core import HOLDS, INCONCLUSIVE, NOT_RUN, VERDICTS, StudyContext
-from ibrobust.claims.ledger import (
-    COLUMNS,
-    StudyOutputs,
-    build_ledger,
-    ledger_html,
-    ledger_inputs,
-    ledger_markdown,
-    read_ledger,
-    readme_excerpt,
-    study_outputs,
-)
+from ibrobust.claims.ledger import COLUMNS, StudyOutputs, build_ledger, ledger_inputs, study_outputs
+from ibrobust.claims.render import ledger_html, ledger_markdown, read_ledger, readme_excerpt
 from ibrobust.plotting.claims import claims_figure, row_limits, save_claims_figure
 
 FA = ("fa", "figures/summary.csv")
@@ -77,13 +68,13 @@ def test_markdown_carries_interval_units_and_reason(tmp_path):
     assert md.count(kclass) == 3  # one row per readout
     # censored: a lower bound with no upper end
     assert "| >= 0.379 [-0.981, inf] (3 seeds x 1000 points) | **inconclusive**: interval " in md
-    # the pooled slope's units are the (k, seed) pairs, not seeds
-    assert "| -0.500 [-0.616, -0.384] (8 (k, seed) pairs) | **holds** |" in md
+    # the pooled slope's units are the (k, seed) pairs, not seeds (half-width t(5) 0.05 / sqrt 5)
+    assert "| -0.500 [-0.557, -0.443] (8 (k, seed) pairs) | **holds** |" in md
     assert "not run: study disabled (enabled: false)" in md
     assert "holds: the 95 % interval of ratio >= 1.5; holds weaker: >= 1" in md
     # how each interval is computed, per claim
     assert "Interval: t over seeds, censored above." in md
-    assert "Interval: t of the pooled OLS slope." in md
+    assert "Interval: t of the pooled OLS slope, an intercept per group." in md
     assert md.count("- `fa.kclass_over_binary`: ") == 1
 
 
@@ -257,28 +248,18 @@ def test_the_level_reaches_intervals_rules_and_header(tmp_path):
     assert w.ci_hi - w.ci_lo > row.ci_hi - row.ci_lo
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src bug (issue 25): ledger._row gives not-run rows claim.rule.text() at the "
-    "default level, whatever level build_ledger was asked for",
-)
 def test_every_rule_text_names_the_ledgers_level(tmp_path):
     df = ledger(tmp_path, default_config(), {FA: fa_summary(**MIXED)}, level=0.9)
     assert df.rule.str.contains("the 90 % interval").all(), df[~df.rule.str.contains("90 %")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="src bug (issue 25): computes that build their own interval (the pooled slope, "
-    "Wilson, Newcombe, bootstrap) build it at the default 95 %, and Measurement.ci(level) "
-    "refuses it at any other level: build_ledger(level=0.9) raises",
-)
 def test_claims_with_their_own_interval_follow_the_level(tmp_path):
     files = {FA: fa_summary(), FA_SCALING: fa_scaling(slope=(-0.4, -0.6))}
     df = ledger(tmp_path, default_config(), files, level=0.9).reset_index()
     row = row_of(df, "fa.scaling_slope")
-    half = 1.94318028039 * 0.1 / math.sqrt(6)  # t(0.95, 6 df) x the slope's standard error
+    # an intercept per seed: residuals +-0.1 (log k - its mean), 8 - 2 - 1 = 5 df, standard
+    # error sqrt(0.02 Sxx / 5 / (2 Sxx)); t(0.95, 5 df) = 2.015048
+    half = 2.015048372669157 * math.sqrt(0.002)
     assert (row.ci_lo, row.ci_hi) == pytest.approx((-0.5 - half, -0.5 + half))
 
 

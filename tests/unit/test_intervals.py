@@ -63,6 +63,11 @@ def test_slope_interval_by_hand():
     exact = iv.slope_interval([1, 2, 3, 4], [2, 4, 6, 8])
     assert exact.lo == pytest.approx(2.0) and exact.hi == pytest.approx(2.0)
     assert iv.slope_interval([1, 2], [1, 2]) is None
+    # an intercept per group: two parallel lines 1 apart give the slope exactly
+    par = iv.slope_interval([0, 1, 2, 0, 1, 2], [0, 1, 2, 1, 2, 3], groups=[0, 0, 0, 1, 1, 1])
+    assert (par.lo, par.hi) == pytest.approx((1.0, 1.0)) and par.n == 6
+    common = iv.slope_interval([0, 1, 2, 0, 1, 2], [0, 1, 2, 1, 2, 3])  # one intercept: wider
+    assert common.hi - common.lo > 0.5
 
 
 def test_bootstraps_are_seeded_and_collapse_on_constant_values():

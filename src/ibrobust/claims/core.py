@@ -154,8 +154,10 @@ def not_above(lower: str, others: Sequence[str], nan_is_inf: bool = False) -> Ch
 class Measurement:
     """Our number: one value per unit (seed, dataset draw, run, cell) and the interval the
     verdict is decided on. The interval is the t interval over the values
-    (:func:`ibrobust.claims.intervals.t_interval`) unless ``compute`` gives one of another
-    method (``interval``: over points, a pooled slope; :mod:`ibrobust.claims.intervals`).
+    (:func:`ibrobust.claims.intervals.t_interval`) unless ``compute`` gives another method:
+    ``interval`` maps the ledger's level to the interval (over points, a pooled slope;
+    :mod:`ibrobust.claims.intervals`), e.g. ``partial(wilson, k, n)`` (or is an Interval
+    of one level, e.g. in tests).
     ``points``: test points behind each unit's value (shown beside n). ``lower_bound`` marks
     values censored at the top of a radius grid (the interval then has no upper end)."""
 
@@ -163,7 +165,7 @@ class Measurement:
     unit: str = "seeds"
     lower_bound: bool = False
     note: str = ""
-    interval: Interval | None = None
+    interval: Interval | Callable[[float], Interval | None] | None = None
     points: int | None = None
 
     def __post_init__(self) -> None:
@@ -174,13 +176,23 @@ class Measurement:
 
     @property
     def n(self) -> int:
-        return self.interval.n if self.interval is not None else len(self.values)
+        """Units with a value (the interval may stand on others, e.g. points)."""
+        return len(self.values)
 
     @property
     def mean(self) -> float:
-        if self.interval is not None:
-            return self.interval.center
-        return float(np.mean(self.values))
+        """The center of the interval (the mean of the values for a t interval)."""
+        iv = self._given(None)
+        return iv.center if iv is not None else float(np.mean(self.values))
+
+    def _given(self, level: float | None) -> Interval | None:
+        """The interval ``compute`` gave, at ``level`` (None: at its own or the default)."""
+        iv = self.interval
+        if iv is None or isinstance(iv, Interval):
+            if iv is not None and level is not None and iv.level != level:
+                raise ValueError(f"a fixed interval at level {iv.level} asked for at {level}")
+            return iv
+        return iv(LEVEL if level is None else level)
 
     @property
     def spread(self) -> float:
@@ -189,11 +201,9 @@ class Measurement:
 
     def ci(self, level: float = LEVEL) -> Interval | None:
         """The interval the verdict is decided on (None: one unit and no other method)."""
-        iv = self.interval
-        if iv is None:
+        iv = self._given(level) if self.interval is not None else None
+        if self.interval is None:
             iv = t_interval(self.values, self.unit, level)
-        elif iv.level != level:
-            raise ValueError(f"interval at level {iv.level} asked for at {level}")
         if iv is not None and self.lower_bound:
             iv = censored(iv)
         return iv

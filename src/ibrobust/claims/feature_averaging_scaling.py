@@ -6,6 +6,7 @@ radius against k at fixed d and against d at fixed k, from
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -16,8 +17,9 @@ from ibrobust.claims.intervals import slope_interval
 
 def scaling_slope(setting: str, key: str = "k"):
     """The least-squares slope of log(critical radius) on log(``key``) over the sweep: the
-    values are the per-seed slopes, the interval is that of the slope fitted to every (value,
-    seed) pair pooled (t, pairs - 2 df; :func:`ibrobust.claims.intervals.slope_interval`).
+    values are the per-seed slopes, the interval is that of the slope common to the seeds,
+    fitted to every (value, seed) pair with an intercept per seed (t, pairs - seeds - 1 df;
+    :func:`ibrobust.claims.intervals.slope_interval`).
     Values never falling to 50 % on the grid are left out (at least two per seed); 2-class
     nets have one score, so any readout's rows serve."""
 
@@ -35,9 +37,8 @@ def scaling_slope(setting: str, key: str = "k"):
                 f"fewer than two values of {key} with a {setting} critical radius per seed"
             )
         pairs = pd.concat(used)
-        iv = slope_interval(
-            np.log(pairs[key]), np.log(pairs["critical_radius"]), f"({key}, seed) pairs"
-        )
+        x, y = np.log(pairs[key]), np.log(pairs["critical_radius"])
+        iv = partial(slope_interval, x, y, f"({key}, seed) pairs", groups=pairs["seed"].to_numpy())
         note = f"{len(slopes)} seeds' slopes {', '.join(f'{v:.3f}' for v in slopes)}"
         return Measurement(tuple(slopes), interval=iv, note=note)
 

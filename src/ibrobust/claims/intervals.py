@@ -23,8 +23,10 @@ mean of per-point values of one seed   points          percentile bootstrap over
 (e.g. paired differences)                              (:func:`bootstrap_mean`, seeded)
 points nested in seeds, when the       seeds x points  hierarchical bootstrap: seeds, then
 seeds share one point set                              points within each (:func:`hierarchical`)
-slope of a log-log fit over a sweep    (value, seed)   t interval of the pooled least-squares
-                                       pairs           slope, n - 2 df (:func:`slope_interval`)
+slope of a log-log fit over a sweep    (value, seed)   t interval of the least-squares slope
+                                       pairs           common to the seeds, an intercept per
+                                                       seed, n - seeds - 1 df
+                                                       (:func:`slope_interval`)
 =====================================  ==============  ==========================================
 
 A value censored at the top of a radius grid (the true value is at least it) gets an
@@ -198,21 +200,38 @@ def hierarchical(
 
 
 def slope_interval(
-    x: Sequence[float], y: Sequence[float], unit: str = "(value, seed) pairs", level: float = LEVEL
+    x: Sequence[float],
+    y: Sequence[float],
+    unit: str = "(value, seed) pairs",
+    level: float = LEVEL,
+    groups: Sequence | None = None,
 ) -> Interval | None:
-    """t interval (n - 2 df) of the least-squares slope of y on x over all the pairs (the
-    seeds of a sweep pooled); None with fewer than three pairs or one x value."""
+    """t interval of the least-squares slope of y on x over all the pairs; with ``groups``
+    (e.g. the seed of each pair) every group gets its own intercept and the slope is
+    common (the within estimator: x and y centred per group, n - groups - 1 df), so seeds
+    that differ in level but not in slope add no spread. None without a residual degree of
+    freedom or with one x value per group."""
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if xs.size < 3 or np.unique(xs).size < 2:
-        return None
-    xc = xs - xs.mean()
-    slope = float((xc * (ys - ys.mean())).sum() / (xc * xc).sum())
-    resid = ys - ys.mean() - slope * xc
-    stderr = math.sqrt(float((resid * resid).sum()) / (xs.size - 2) / float((xc * xc).sum()))
-    half = _t(level, xs.size - 2) * stderr
-    return Interval(
-        slope - half, slope + half, slope, xs.size, unit, "t of the pooled OLS slope", level
+    g = (
+        np.zeros(xs.size, dtype=int)
+        if groups is None
+        else np.unique(groups, return_inverse=True)[1]
     )
+    n_groups = int(g.max()) + 1 if g.size else 0
+    df = xs.size - n_groups - 1
+    xc, yc = xs.copy(), ys.copy()
+    for k in range(n_groups):
+        xc[g == k] -= xs[g == k].mean()
+        yc[g == k] -= ys[g == k].mean()
+    sxx = float((xc * xc).sum())
+    if df < 1 or sxx == 0:
+        return None
+    slope = float((xc * yc).sum() / sxx)
+    resid = yc - slope * xc
+    stderr = math.sqrt(float((resid * resid).sum()) / df / sxx)
+    half = _t(level, df) * stderr
+    method = "t of the pooled OLS slope" + (", an intercept per group" if n_groups > 1 else "")
+    return Interval(slope - half, slope + half, slope, xs.size, unit, method, level)
 
 
 def censored(iv: Interval) -> Interval:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 
 import pandas as pd
 
@@ -28,7 +29,7 @@ from ibrobust.claims.core import (
     at_least,
     at_most,
 )
-from ibrobust.claims.intervals import bootstrap_mean, wilson
+from ibrobust.claims.intervals import Interval, bootstrap_mean, wilson
 
 SOURCES: dict[str, Source] = {
     "summary": Source(
@@ -121,7 +122,7 @@ def robust_rise(split: str):
         if len(vals) > 1:
             return Measurement(vals, unit="runs", points=points)
         summary = src["summary"].sort_values("epoch")
-        eps = float(summary["eps_l2"].iloc[0])
+        eps = float(summary[f"{split}_eps_l2"].iloc[0])
         pts = src["points"][src["points"]["split"] == split]
         first, last = (
             pts[pts["checkpoint"] == name].set_index("index")["distance_l2"].fillna(0.0) > eps
@@ -129,7 +130,7 @@ def robust_rise(split: str):
         )
         both = first.index.intersection(last.index)
         per_point = last[both].astype(float) - first[both].astype(float)
-        iv = bootstrap_mean(per_point.to_numpy(), unit="points")
+        iv = partial(bootstrap_mean, per_point.to_numpy(), "points")
         note = "one run: bootstrap over its points (the training noise is not in it)"
         return Measurement(vals, unit="runs", points=points, interval=iv, note=note)
 
@@ -146,12 +147,21 @@ def certificate(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measureme
         raise NotRun("no correctly classified point with a certificate")
     ok = b["distance_l2"] >= b["certified_l2"] * (1 - 1e-9)
     unit = "(point, checkpoint) pairs"
-    iv = replace(wilson(int(ok.sum()), len(b)), unit=unit, method=f"Wilson over {unit}")
+
+    def iv(level: float) -> Interval:
+        return replace(
+            wilson(int(ok.sum()), len(b), level), unit=unit, method=f"Wilson over {unit}"
+        )
+
     per_run = tuple(float(g.mean()) for _, g in ok.groupby(b["run"], sort=False))
     return Measurement(per_run, unit="runs", interval=iv, note=f"{int(ok.sum())} of {len(b)} pairs")
 
 
 def claims(ctx: StudyContext) -> list[Claim]:
+    return _training_claims() + _robustness_claims()
+
+
+def _training_claims() -> list[Claim]:
     return [
         Claim(
             id="margin.loss_below_1e-300",
@@ -181,6 +191,11 @@ def claims(ctx: StudyContext) -> list[Claim]:
             rule=at_least("ratio", 1.5, 1.0),
             compute=first_to_last("normalized_margin", ratio=True),
         ),
+    ]
+
+
+def _robustness_claims() -> list[Claim]:
+    return [
         Claim(
             id="margin.robust_rises_train",
             setting="checkpoints, train points, l2",

@@ -10,6 +10,7 @@ mean and std over seeds). The column mapping is :data:`SOURCES` and the constant
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import pandas as pd
 
@@ -55,7 +56,12 @@ SOURCES: dict[str, Source] = {
     ),
     "table1": Source(
         path="figures/table1.csv",
-        keys={"dataset": None, "task": ("2-class", "10-class"), "column": None},
+        keys={
+            "dataset": None,
+            "task": ("2-class", "10-class"),
+            "column": None,
+            "n_points": None,  # a number, or "full test split" (the clean column)
+        },
         numeric=(
             Column("p", lo=1, nan_ok=True),
             Column("eps", lo=0),
@@ -142,7 +148,7 @@ def table1_gap(norm: str, eps: float):
         diffs = tuple(x - y for x, y in zip(a, b, strict=True))
         if len(diffs) > 1:
             return Measurement(diffs, note=note, points=points)
-        iv = newcombe(float(hi["ours"]), points, float(lo["ours"]), points)
+        iv = partial(newcombe, float(hi["ours"]), points, float(lo["ours"]), points)
         return Measurement(diffs, note=note, points=points, interval=iv)
 
     return compute

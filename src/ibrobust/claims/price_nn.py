@@ -29,7 +29,13 @@ STRONG = "robust_test_acc_worst"
 SOURCES: dict[str, Source] = {
     "summary": Source(
         path="figures/summary.csv",
-        keys={"arch": ("fc", "cnn"), "metric": None, "difference": ("sd-gd", "gd-sd")},
+        keys={
+            "arch": ("fc", "cnn"),
+            "metric": None,
+            "difference": ("sd-gd", "gd-sd"),
+            "per_seed": None,  # the per-seed values, space-separated
+            "fitted": ("True", "False"),
+        },
         numeric=(
             Column("eps", lo=0, hi=1),
             Column("n", lo=1),
