@@ -15,7 +15,6 @@ from claims_fixtures import (
     T_975_2,
     T_975_3,
     T_975_5,
-    T_975_6,
     T_975_15,
     default_config,
     fa_margin_gradient,
@@ -195,9 +194,6 @@ def test_fa_censored_reference_radius_has_no_upper_end(tmp_path):
     assert ref.ci_lo == pytest.approx(t_ends(values, T_975_2)[0])
     assert ref.reason.startswith("interval [-0.981, inf] straddles the weak threshold 0.25; about")
     assert ref.reason.endswith("seeds would decide (now 3, from the measured spread)")
-
-
-T_975_5 = 2.5705818366147395
 
 
 def pooled_half(xs, slopes) -> float:
