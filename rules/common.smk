@@ -230,9 +230,9 @@ def study_outputs(study, default=False):
     return studies.study_outputs(config, study, default)
 
 
-CLAIMS_LEDGER = [f"results/claims/claims.{ext}" for ext in ("md", "csv", "html")]
+CLAIMS_LEDGER = [f"results/claims/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]
 # the full ledger of `snakemake reproduce`: every study of the config, every output
-CLAIMS_LEDGER_ALL = [f"results/claims/all/claims.{ext}" for ext in ("md", "csv", "html")]
+CLAIMS_LEDGER_ALL = [f"results/claims/all/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]
 
 
 def default_targets():

@@ -107,6 +107,8 @@ rule margin_summary:
         csv="results/{study}/figures/summary.csv",
         md="results/{study}/figures/summary.md",
         checkpoints="results/{study}/figures/checkpoints.csv",
+        audit="results/{study}/figures/attack_audit.csv",
+        points="results/{study}/figures/points.csv",
     log:
         "results/logs/figures/{study}/summary.log",
     params:

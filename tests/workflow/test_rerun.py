@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 from collections import Counter
 
+import pandas as pd
 import pytest
 from smk_helpers import (
     FIGURE_RULES,
@@ -263,6 +264,54 @@ def test_a_kind_fragment_is_hashed_with_its_module(state_copy, repo_copy):
 
     module, fragment = edited("two_layer.py"), edited("two_layer.schema.yaml")
     assert fragment == module and module["train"] == 12, (fragment, module)
+
+
+def test_ledger_level_reruns_only_the_ledger(state_copy, tmp_path):
+    """The interval level (config ``ledger.level``) decides every verdict but no study output:
+    given on the command line, it plans the claims job alone; run, the ledger's intervals are
+    the 90 % ones and nothing else reran."""
+    level = ("--config", "ledger={level: 0.9}")
+    plan = parse_dry_run(snakemake(state_copy, "-n", *level))
+    assert plan.stats == Counter({**LEDGER, "all": 1})
+    assert plan.of("claims")[0].reason.startswith("Params have changed"), plan.of("claims")
+    out = state_copy / "results" / "claims"
+    ledger = out / "claims.csv"
+    before = pd.read_csv(ledger)
+    names = ("claims.csv", "claims.md", "claims.html", "claims.png", "claims.pdf")
+    mtimes = {name: (out / name).stat().st_mtime_ns for name in names}
+    off = write_yaml(tmp_path / "off.yaml", {"mlflow": {"enabled": False}})
+    run = snakemake(
+        state_copy, "--cores", "1", "claims", *level, configfiles=(TINY, off), timeout=600
+    ).check()
+    assert finished_rules(run) == Counter(claims=1)
+    assert all((out / name).stat().st_mtime_ns > t for name, t in mtimes.items()), mtimes
+    after = pd.read_csv(ledger)
+    ran = after[after.verdict != "not run"]
+    assert len(ran) and ran.rule.str.startswith("holds: the 90 % interval of").all()
+    assert (ran.ours_mean.to_numpy() == before.loc[ran.index].ours_mean.to_numpy()).all()
+    # two seeds: t(1 df) at 90 % is 6.31, at 95 % 12.71: every two-seed interval halves
+    two = ran.ci_method.eq("t over seeds") & ran.n.eq(2) & (ran.ci_hi > ran.ci_lo)
+    assert two.any()
+    ratio = (ran.ci_hi - ran.ci_lo)[two] / (before.ci_hi - before.ci_lo)[two.index[two]]
+    assert ratio.to_numpy() == pytest.approx(6.313751514675 / 12.706204736175)
+    assert "Ours = mean [90 % interval]" in (out / "claims.md").read_text()
+
+
+@pytest.mark.parametrize("module", ["claims/intervals.py", "plotting/claims.py"])
+def test_interval_or_figure_code_edit_reruns_only_the_ledger(state_copy, repo_copy, module):
+    """How intervals are computed (ibrobust.claims.intervals) and how the ledger is drawn
+    reach no study job: an edit of either plans the claims job alone."""
+    env = base_env(PYTHONPATH=str(repo_copy.parent / "src"))
+
+    def plan():
+        return parse_dry_run(snakemake(state_copy, "-n", snakefile=repo_copy, env=env))
+
+    assert plan().nothing_to_do
+    path = repo_copy.parent / "src" / "ibrobust" / module
+    path.write_text(path.read_text() + "\n# edited by tests/workflow\n")
+    after = plan()
+    assert after.stats == Counter({**LEDGER, "all": 1})
+    assert after.of("claims")[0].reason.startswith("Params have changed"), after.of("claims")
 
 
 def test_jobs_import_the_library_copy(state_copy, repo_copy, tmp_path):

@@ -57,7 +57,8 @@ def robustness(cfg: dict, st: dict) -> dict[str, Any]:
 
 
 def outputs(cfg: dict, name: str, default: bool) -> list[str]:
-    return figure_files(name, FIGURES) + [f"results/{name}/figures/checkpoints.csv"]
+    extra = ("checkpoints", "attack_audit", "points")  # CSVs of the summary job
+    return figure_files(name, FIGURES) + [f"results/{name}/figures/{t}.csv" for t in extra]
 
 
 def check(cfg: dict, st: dict, where: str) -> None:
