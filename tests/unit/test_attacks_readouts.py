@@ -21,6 +21,7 @@ What is asserted exactly:
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
@@ -48,6 +49,8 @@ from ibrobust.attacks.suite import (
 )
 from ibrobust.attacks.tasks import get_task
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
+from ibrobust.data.dataset import dataset_from_arrays
+from ibrobust.experiments.robustness import evaluate_robustness
 from ibrobust.models.readout import READOUTS, with_readout
 from ibrobust.models.two_layer import TwoLayerFixed
 from ibrobust.seeding import torch_generator
@@ -412,3 +415,26 @@ def test_suite_rejects_repeated_or_no_readouts(clusters):
         with pytest.raises(ValueError, match="readouts"):
             evaluate_attacks_readouts(net, bad, te.x, te.y, te.fine, RADII, SPECS,
                                       AttackContext(), torch_generator(0))  # fmt: skip
+
+
+# ---- the attack job's evaluation ----------------------------------------------------------
+def test_evaluate_robustness_depends_on_the_set_of_readouts_not_their_order(clusters):
+    net, clusters_data = clusters
+    data = dataset_from_arrays(clusters_data.arrays())  # as the attack job reads it
+    state = {"kind": "two_layer", "weight": net.weight, "bias": net.bias, "readout": net.readout}
+    specs = {n: SPECS[n] for n in ("pgd_margin", "pgd_ce")}
+    runs = [
+        evaluate_robustness(state, data, specs, RADII, 40, "binary", ros, torch_generator(0, "e"))
+        for ros in (["argmax", "sum", "log_odds"], ["log_odds", "argmax", "sum"])
+    ]
+    for ro in READOUTS:
+        pd.testing.assert_frame_equal(runs[0][ro][0], runs[1][ro][0])
+        assert json.dumps(runs[0][ro][1]) == json.dumps(runs[1][ro][1])  # NaN radii too
+        summary = runs[0][ro][1]
+        assert summary["readout"] == ro
+        assert summary["shared_readouts"] == {"pgd_ce": ["sum", "log_odds", "argmax"]}
+    one = evaluate_robustness(state, data, specs, RADII, 40, "binary", ["argmax"],
+                              torch_generator(0, "e"))  # fmt: skip
+    assert one["argmax"][1]["shared_readouts"] == {}
+    with pytest.raises(ValueError, match="readouts"):
+        evaluate_robustness(state, data, specs, RADII, 40, "binary", ["max"], torch_generator(0))
