@@ -275,19 +275,20 @@ def _pgd_run(model, x, y, fine, eps, delta, loss_fn, cfg, box, shape, l1_k):
         alpha = cfg.step_size * eps  # (b, 1)
     if box is not None:
         delta = (x + delta).clamp(*box) - x
-    for _ in range(cfg.steps):
-        with torch.enable_grad():  # also when called under no_grad
+    l1_box = cfg.norm == "l1" and box is not None
+    with torch.enable_grad():  # also when called under no_grad; the moves are not recorded
+        for _ in range(cfg.steps):
             delta.requires_grad_(True)
             loss = loss_fn(model, (x + delta).reshape(-1, *shape), y, fine)
             (grad,) = torch.autograd.grad(loss.sum(), delta)
-        with torch.no_grad():
-            if cfg.norm == "l1" and box is not None:  # drop moves the box would undo
-                x_cur = x + delta
-                blocked = ((x_cur <= box[0]) & (grad < 0)) | ((x_cur >= box[1]) & (grad > 0))
-                grad = grad.masked_fill(blocked, 0.0)
-            delta = _project(delta + alpha * _steepest(grad, cfg.norm, l1_k), eps, cfg.norm)
-            if box is not None:
-                delta = (x + delta).clamp(*box) - x
+            with torch.no_grad():
+                if l1_box:  # drop moves the box would undo
+                    x_cur = x + delta
+                    blocked = ((x_cur <= box[0]) & (grad < 0)) | ((x_cur >= box[1]) & (grad > 0))
+                    grad = grad.masked_fill(blocked, 0.0)
+                delta = _project(delta + alpha * _steepest(grad, cfg.norm, l1_k), eps, cfg.norm)
+                if box is not None:
+                    delta = (x + delta).clamp(*box) - x
     return (x + delta).detach()
 
 
