@@ -1,6 +1,6 @@
 # ibrobust: implicit bias of gradient methods and adversarial robustness.
 # Table of contents only; the logic lives in rules/common.smk, the study kinds' rules files
-# (rules/<kind>.smk, from the registry ibrobust.studies) and the library in src/.
+# (each kind's capability `rules`, ibrobust.kinds.STUDIES) and the library in src/.
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -18,15 +18,21 @@ include: "rules/train.smk"
 include: "rules/analysis.smk"
 include: "rules/attack.smk"
 
-# one rules file per study kind (ibrobust.studies.REGISTRY)
-for _rules in STUDY_RULES:
+# one rules file per study kind; its rules match that kind's studies only
+for _kind, _rules in STUDY_RULES.items():
+
+    wildcard_constraints:
+        study=study_constraint(_kind),
 
     include: f"rules/{_rules}"
 
 
+wildcard_constraints:
+    study=study_constraint(),
+
+
 include: "rules/targets.smk"
 include: "rules/claims.smk"
-include: "rules/margin_gradient.smk"
 
 
 rule all:

@@ -4,8 +4,6 @@
 # study's attacks and records the exact radii); this file adds the audit table.
 from ibrobust.studies import attack_audit as _audit  # noqa: E402
 
-AUDIT_WILDCARDS = dict(study=_alternatives(studies_of("attack_audit")) or "^$")
-
 
 rule attack_audit_table:
     input:
@@ -15,8 +13,6 @@ rule attack_audit_table:
         md="results/{study}/figures/summary.md",
     log:
         "results/logs/figures/{study}/summary.log",
-    wildcard_constraints:
-        study=AUDIT_WILDCARDS["study"],
     params:
         runs=lambda w: main_runs(w.study),
         tolerance=lambda w: float(STUDIES[w.study]["tolerance"]),

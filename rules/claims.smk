@@ -17,6 +17,8 @@ rule claims:
         html=report("results/claims/claims.html", caption="../report/claims/claims.rst", category="0 claims ledger"),
         md="results/claims/claims.md",
         csv="results/claims/claims.csv",
+        png="results/claims/claims.png",
+        pdf="results/claims/claims.pdf",
     log:
         "results/logs/claims/claims.log",
     params:
@@ -26,7 +28,9 @@ rule claims:
             only_studies=config["only_studies"],
             **{k: config[k] for k in ("datasets", "models", "optimizers")},
         ),
-        code=code("claims_ledger", *claims_modules().values()),
+        level=config["ledger"]["level"],
+        # the claim declarations and the optimizer kinds they read (PRICE-LIN's algorithms)
+        code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
     threads: 1
     resources:
         mem_mb=1000,
@@ -47,6 +51,8 @@ use rule claims as claims_all with:
         html=report("results/claims/all/claims.html", caption="../report/claims/claims.rst", category="0 claims ledger"),
         md="results/claims/all/claims.md",
         csv="results/claims/all/claims.csv",
+        png="results/claims/all/claims.png",
+        pdf="results/claims/all/claims.pdf",
     log:
         "results/logs/claims/claims_all.log",
     params:
@@ -55,4 +61,5 @@ use rule claims as claims_all with:
             only_studies=list(STUDIES),
             **{k: config[k] for k in ("datasets", "models", "optimizers")},
         ),
-        code=code("claims_ledger", *claims_modules().values()),
+        level=config["ledger"]["level"],
+        code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),

@@ -19,6 +19,7 @@ import _tracking  # noqa: E402  (workflow_scripts/_tracking/: the only MLflow co
 import _preflight  # noqa: E402  (workflow_scripts/_preflight.py: image data checked in onstart)
 import _lifecycle  # noqa: E402  (workflow_scripts/_lifecycle.py: invocation pid/host, stale locks)
 import _scheduler  # noqa: E402  (workflow_scripts/_scheduler.py: Snakemake's timer chains)
+import _signals  # noqa: E402  (workflow_scripts/_signals.py: SIGINT/SIGTERM stop the jobs)
 
 _scheduler.coalesce_reevaluations()  # one pending scheduler re-evaluation, not one per job
 
@@ -56,13 +57,13 @@ CONFIG_HASH = config_hash(config)
 STUDIES = config["studies"]
 ENABLED = config["only_studies"] or [s for s, st in STUDIES.items() if st["enabled"]]
 # studies whose models go through the generic dataset -> train -> analyze/attack rules
-NET_STUDIES = [s for s, st in STUDIES.items() if studies.load(st["kind"]).NETWORK]
-STUDY_RULES = studies.rules_files()  # the Snakefile includes one rules file per kind
-REFERENCE_OPTIMIZER = plan.REFERENCE_OPTIMIZER  # the hand-built robust reference
+NET_STUDIES = [s for s, st in STUDIES.items() if kinds.STUDIES.of(st)["network"]]
+STUDY_RULES = studies.rules_files()  # study kind -> its rules file (the Snakefile includes them)
+REFERENCE_OPTIMIZER = plan.REFERENCE_OPTIMIZER  # the optimizer wildcard of a constructed model
 
 
 def studies_of(kind):
-    """The config's studies of one kind (a kind's rules file constrains its wildcards to them)."""
+    """The config's studies of one kind."""
     return studies.studies_of(config, kind)
 
 
@@ -73,6 +74,8 @@ DATASETS = {**config["datasets"], **derived_datasets(config)}
 
 # optimizer variants <base>@eps=<value> a study derives (robust ERM at each training radius)
 OPTIMIZERS = {**config["optimizers"], **derived_optimizers(config)}
+# a registry section -> its entries (derived variants included): what kind_module reads
+ENTRIES = {**config, "datasets": DATASETS, "optimizers": OPTIMIZERS}
 
 
 def dataset_config(name):
@@ -80,20 +83,46 @@ def dataset_config(name):
 
 
 def data_root_for(name):
-    """The data root an image dataset reads (None for synthetic data: no rerun when it moves)."""
-    return config["data_root"] if DATASETS[name]["kind"] == "image" else None
+    """The data root a dataset reads (its kind's ``reads_data_root``; None for synthetic
+    data, so moving data_root reruns nothing of it)."""
+    return config["data_root"] if kinds.DATASETS.of(DATASETS[name])["reads_data_root"] else None
 
 
-def _alternatives(names):
+# ---- the helpers rules files use ----------------------------------------------------------
+def alternatives(names):
+    """A wildcard regex matching exactly ``names`` (longest first, escaped); "" for none."""
     return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
 
 
-# study: the generic network rules; a kind with rules of its own constrains them itself
+NO_MATCH = "^$"  # a wildcard constraint no value matches (no study of a kind in the config)
+
+
+def study_constraint(kind=None):
+    """The ``study`` wildcard's regex for the rules of a study kind's rules file: that kind's
+    studies of the config (None: the studies of the generic network rules). The Snakefile
+    applies it to every rule of the kind's file, so a file's rules never match another
+    kind's study (e.g. two kinds' results/{study}/figures/summary.csv)."""
+    return alternatives(NET_STUDIES if kind is None else studies_of(kind)) or NO_MATCH
+
+
+def kind_module(section, name):
+    """The module of the kind of entry ``name`` of a registry section (``"models"``,
+    ``"attacks"``, ...; derived dataset and optimizer variants included): what a rule adds
+    to its ``code`` when its job loads that kind."""
+    return kinds.REGISTRIES[section].module_name(ENTRIES[section][name]["kind"])
+
+
+def kind_modules(section, names):
+    """:func:`kind_module` of each of ``names``, once each, sorted."""
+    return sorted({kind_module(section, n) for n in names})
+
+
+# the generic network rules: their studies (a kind's rules file gets its own, see Snakefile)
 wildcard_constraints:
-    study=_alternatives(NET_STUDIES) or "^$",
-    dataset=_alternatives(DATASETS),
-    model=_alternatives(config["models"]),
-    optimizer=_alternatives([*OPTIMIZERS, REFERENCE_OPTIMIZER]),
+    study=study_constraint(),
+    dataset=alternatives(DATASETS),
+    model=alternatives(config["models"]),
+    optimizer=alternatives([*OPTIMIZERS, REFERENCE_OPTIMIZER]),
     supervision="binary|multiclass",
     seed=r"\d+",
     grid="main|scaling|l2|linf|l1",
@@ -108,27 +137,22 @@ def code(script, *modules):
     return code_hash(SCRIPTS / f"{script}.py", tuple(sorted(set(modules))))
 
 
-def _model_module(wildcards):
-    return kinds.module_of(kinds.MODELS, config["models"][wildcards.model]["kind"], "model")
-
-
 def dataset_code(wildcards):
-    kind = DATASETS[wildcards.dataset]["kind"]
-    return code("dataset", kinds.module_of(kinds.DATASETS, kind, "dataset"))
+    return code("dataset", kind_module("datasets", wildcards.dataset))
 
 
 def train_code(wildcards):
-    path = kinds.trainer(model_params(wildcards), optimizer_params(wildcards))
-    return code("train", _model_module(wildcards), kinds.TRAINERS[path])
+    """The model kind's module, the training path's and (generic path) the optimizer kind's."""
+    return code("train", *kinds.train_modules(model_params(wildcards), optimizer_params(wildcards)))
 
 
 def analyze_code(wildcards):
-    return code("analyze", _model_module(wildcards))
+    return code("analyze", kind_module("models", wildcards.model))
 
 
 def attack_code(wildcards):
-    attacks = [kinds.module_of(kinds.ATTACKS, a["kind"], "attack") for a in attack_params(wildcards).values()]
-    return code("attack", _model_module(wildcards), *attacks)
+    attacks = kind_modules("attacks", attack_params(wildcards))
+    return code("attack", kind_module("models", wildcards.model), *attacks)
 
 
 # ---- runs and paths (ibrobust.studies.plan) ------------------------------------------------
@@ -161,13 +185,22 @@ def main_runs(study):
     return plan.main_runs(config, study)
 
 
-def model_kinds(wildcards):
-    """The study's models (trained and reference) -> their kinds (figures and tables label
-    the robust reference by it)."""
-    st = STUDIES[wildcards.study]
-    names = [m for p in study_parts(wildcards.study) for m in p["models"]]
+def _study_models(study):
+    st = STUDIES[study]
+    names = [m for p in study_parts(study) for m in p["models"]]
     names += [st["reference"]] if st.get("reference") else []
-    return {m: config["models"][m]["kind"] for m in sorted(set(names))}
+    return sorted(set(names))
+
+
+def model_kinds(wildcards):
+    """The study's models (trained and reference) -> their kinds (a column of tables)."""
+    return {m: config["models"][m]["kind"] for m in _study_models(wildcards.study)}
+
+
+def model_labels(wildcards):
+    """The study's models (trained and reference) -> how figures and tables name them: their
+    kind's ``label`` (e.g. "robust reference"), or None: by their supervision."""
+    return {m: kinds.MODELS.of(config["models"][m])["label"] for m in _study_models(wildcards.study)}
 
 
 def attack_runs(study, runs):
@@ -197,9 +230,9 @@ def study_outputs(study, default=False):
     return studies.study_outputs(config, study, default)
 
 
-CLAIMS_LEDGER = [f"results/claims/claims.{ext}" for ext in ("md", "csv", "html")]
+CLAIMS_LEDGER = [f"results/claims/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]
 # the full ledger of `snakemake reproduce`: every study of the config, every output
-CLAIMS_LEDGER_ALL = [f"results/claims/all/claims.{ext}" for ext in ("md", "csv", "html")]
+CLAIMS_LEDGER_ALL = [f"results/claims/all/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]
 
 
 def default_targets():
@@ -221,7 +254,7 @@ def optimizer_params(wildcards):
 def attack_task(wildcards):
     """What counts as correct: the study kind's ``task`` of the supervision (binary: the
     binary readout; fine: the labels a k-class model was trained on)."""
-    return studies.load(STUDIES[wildcards.study]["kind"]).task(wildcards.supervision)
+    return studies.hook(STUDIES[wildcards.study]["kind"], "task")(wildcards.supervision)
 
 
 def attack_part(wildcards):
@@ -277,13 +310,18 @@ TRACKING = _tracking.WorkflowTracking(config, CONFIG_HASH, workflow.basedir)
 # (path -> artifact folder; e.g. the claims ledger, rules/claims.smk)
 PARENT_ARTIFACTS = {}
 INVOCATION_START = time.time()
+# a password given with --config stays in Snakemake's log (.snakemake/log): say so, once
+_SECRET_WARNING = _tracking.command_line_warning(workflow.config_settings.config)
+if _SECRET_WARNING and workflow.is_main_process:
+    print(_SECRET_WARNING, file=sys.stderr, flush=True)
 
 
 onstart:
     _preflight.check_data(workflow, DATASETS, config["data_root"])  # before the parent run
     _lifecycle.record(workflow)  # pid, host and locks of this invocation
+    _signals.stop_jobs_on_signal(workflow)  # kill -INT/-TERM of snakemake alone stops the jobs
     try:
-        TRACKING.start()
+        TRACKING.start(_tracking.Invocation.of(workflow, STUDIES))  # names the parent run
     except _tracking.TrackingUnreachable as err:  # one line, before any job
         sys.exit(f"ibrobust: {err}")
     except Exception as err:  # any other store error: no traceback, no credential in the log
@@ -300,6 +338,7 @@ onsuccess:
 
 onerror:
     try:
-        TRACKING.end("FAILED")
+        TRACKING.end("KILLED" if _signals.stopped_by_signal() else "FAILED")
     finally:
         _lifecycle.forget()
+        _signals.exit_without_teardown()  # a stopped run ends once Snakemake is done

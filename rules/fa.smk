@@ -5,9 +5,6 @@
 # these jobs.
 from ibrobust.studies import feature_averaging as _fa  # noqa: E402
 
-FA_WILDCARDS = dict(study=_alternatives(studies_of("feature_averaging")) or "^$")
-
-
 
 rule fa_lambda_figure:
     input:
@@ -19,8 +16,6 @@ rule fa_lambda_figure:
         csv="results/{study}/figures/lambda_trajectories.csv",
     log:
         "results/logs/figures/{study}/lambda_trajectories.log",
-    wildcard_constraints:
-        study=FA_WILDCARDS["study"],
     params:
         runs=lambda w: _fa.first_seed_decomposed(config, w.study),
         plots=plot_params,
@@ -44,13 +39,12 @@ rule fa_robust_figure:
         csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
     log:
         "results/logs/figures/{study}/robust_accuracy_vs_radius.log",
-    wildcard_constraints:
-        study=FA_WILDCARDS["study"],
     params:
         runs=lambda w: _fa.attack_runs(config, w.study, "main"),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         datasets=lambda w: {ds: dataset_config(ds) for ds in STUDIES[w.study]["datasets"]},
         model_kinds=model_kinds,
+        model_labels=model_labels,
         plots=plot_params,
         code=code("fa_robust_figure"),
     threads: 1
@@ -74,14 +68,12 @@ rule fa_scaling_figure:
         slopes_md="results/{study}/figures/scaling_summary.md",
     log:
         "results/logs/figures/{study}/critical_radius_scaling.log",
-    wildcard_constraints:
-        study=FA_WILDCARDS["study"],
     params:
         runs=lambda w: _fa.attack_runs(config, w.study, "scaling"),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         datasets=lambda w: {r[0]: dataset_config(r[0]) for r in _fa.scaling_runs(config, w.study)},
         sweeps=lambda w: _fa.sweep_datasets(config, STUDIES[w.study]),
-        model_kinds=model_kinds,
+        model_labels=model_labels,
         plots=plot_params,
         code=code("fa_scaling_figure"),
     threads: 1
@@ -104,14 +96,12 @@ rule fa_summary_table:
         md="results/{study}/figures/summary.md",
     log:
         "results/logs/figures/{study}/summary.log",
-    wildcard_constraints:
-        study=FA_WILDCARDS["study"],
     params:
         attack_runs=lambda w: _fa.attack_runs(config, w.study, "main"),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         analysis_runs=lambda w: _runs(trained_runs(w.study)),
         decomposed_runs=lambda w: _fa.decomposed_runs(config, w.study),
-        model_kinds=model_kinds,
+        model_labels=model_labels,
         code=code("fa_summary_table"),
     threads: 1
     resources:
@@ -121,3 +111,50 @@ rule fa_summary_table:
         "../envs/ibrobust.yaml"
     script:
         "../workflow_scripts/fa_summary_table.py"
+
+
+# Margin vs input gradient per test point (issue 11 section 2), part of the study's outputs
+# (so of the default target): every trained and reference net of the study, each binary
+# readout, one figure + the per-point CSV + a per-(net, readout, seed) summary the claims
+# ledger reads. Uses the study's attacks (those that apply to each supervision, judged on
+# the binary task) on a fine radius grid (ibrobust.analysis.margin_gradient's defaults).
+
+
+rule fa_margin_gradient:
+    input:
+        models=lambda w: files(w.study, main_runs(w.study), "model.pt"),
+        data=lambda w: [f"results/datasets/{r['dataset']}/seed{r['seed']}/data.npz" for r in main_runs(w.study)],
+    output:
+        png=report("results/{study}/figures/margin_gradient.png", caption="../report/feature_averaging/margin_gradient.rst", category="{study}", subcategory="figures"),
+        pdf="results/{study}/figures/margin_gradient.pdf",
+        csv="results/{study}/figures/margin_gradient.csv",
+        summary="results/{study}/figures/margin_gradient_summary.csv",
+    log:
+        "results/logs/figures/{study}/margin_gradient.log",
+    params:
+        runs=lambda w: main_runs(w.study),
+        attacks=lambda w: {sup: {n: config["attacks"][n] for n in STUDIES[w.study]["attacks"]
+                                 if attack_applies(config["attacks"][n], sup, "binary")}
+                           for sup in ("binary", "multiclass")},
+        readouts=lambda w: list(STUDIES[w.study]["readouts"]),
+        radius_max=lambda w: max(float(r) for r in STUDIES[w.study]["radii"]),
+        dataset=lambda w: dataset_config(STUDIES[w.study]["datasets"][0]),
+        # breaking radii on 64 steps up to the study's largest radius (0.5 at FA's 32; a
+        # fixed step would leave 3 radii on PRELU-scale grids such as fa_prelu's 1.5)
+        settings=lambda w: {"radius_step": round(max(float(r) for r in STUDIES[w.study]["radii"]) / 64, 9)},
+        model_labels=model_labels,
+        plots=plot_params,
+        # the script, plus the model and attack kinds it loads on demand
+        code=lambda w: code(
+            "fa_margin_gradient",
+            *kind_modules("models", [r["model"] for r in main_runs(w.study)]),
+            *kind_modules("attacks", STUDIES[w.study]["attacks"]),
+        ),
+    threads: config["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/fa_margin_gradient.py"

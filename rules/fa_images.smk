@@ -2,7 +2,6 @@
 # ibrobust.studies.feature_averaging_images): Li et al. Fig. 2/3 on real images. The models,
 # attacks and cosine heatmaps come from the generic network rules (train, attack, analyze,
 # cosine_figure); only the robust-accuracy figure and the summary are kind-specific.
-IMAGE_WILDCARDS = dict(study=_alternatives(studies_of("feature_averaging_images")) or "^$")
 
 
 rule images_robust_figure:
@@ -14,8 +13,6 @@ rule images_robust_figure:
         csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
     log:
         "results/logs/figures/{study}/robust_accuracy_vs_radius.log",
-    wildcard_constraints:
-        study=IMAGE_WILDCARDS["study"],
     params:
         runs=lambda w: readout_runs(w.study, main_runs(w.study)),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
@@ -36,8 +33,6 @@ rule images_summary_table:
         md="results/{study}/figures/summary.md",
     log:
         "results/logs/figures/{study}/summary.log",
-    wildcard_constraints:
-        study=IMAGE_WILDCARDS["study"],
     params:
         attack_runs=lambda w: readout_runs(w.study, main_runs(w.study)),
         runs=lambda w: main_runs(w.study),

@@ -8,11 +8,10 @@ from ibrobust.studies import margin as _margin  # noqa: E402
 
 MARGIN_STUDIES = studies_of("margin")
 MARGIN_WILDCARDS = dict(
-    study=_alternatives(MARGIN_STUDIES) or "^$",
-    dataset=_alternatives({d for s in MARGIN_STUDIES for d in STUDIES[s]["datasets"]}) or "^$",
-    model=_alternatives({m for s in MARGIN_STUDIES for m in STUDIES[s]["models"]}) or "^$",
+    dataset=alternatives({d for s in MARGIN_STUDIES for d in STUDIES[s]["datasets"]}) or NO_MATCH,
+    model=alternatives({m for s in MARGIN_STUDIES for m in STUDIES[s]["models"]}) or NO_MATCH,
     seed=r"\d+",
-    figure=_alternatives(_margin.FIGURES),
+    figure=alternatives(_margin.FIGURES),
 )
 MARGIN_RUN = "results/{study}/{dataset}/{model}/seed{seed}"
 
@@ -30,14 +29,13 @@ rule margin_train:
     benchmark:
         "results/benchmarks/margin_train/{study}/{dataset}/{model}/seed{seed}.tsv"
     wildcard_constraints:
-        study=MARGIN_WILDCARDS["study"],
         dataset=MARGIN_WILDCARDS["dataset"],
         model=MARGIN_WILDCARDS["model"],
         seed=MARGIN_WILDCARDS["seed"],
     params:
         training=lambda w: _margin.training(config, STUDIES[w.study], w.model),
         seed=lambda w: int(w.seed),
-        code=lambda w: code("margin_train", kinds.module_of(kinds.MODELS, config["models"][w.model]["kind"], "model")),
+        code=lambda w: code("margin_train", kind_module("models", w.model)),
     threads: config["threads"]
     resources:
         mem_mb=4000,
@@ -59,7 +57,6 @@ rule margin_robustness:
     benchmark:
         "results/benchmarks/margin_robustness/{study}/{dataset}/{model}/seed{seed}.tsv"
     wildcard_constraints:
-        study=MARGIN_WILDCARDS["study"],
         dataset=MARGIN_WILDCARDS["dataset"],
         model=MARGIN_WILDCARDS["model"],
         seed=MARGIN_WILDCARDS["seed"],
@@ -67,7 +64,7 @@ rule margin_robustness:
         model=lambda w: config["models"][w.model],
         robustness=lambda w: _margin.robustness(config, STUDIES[w.study]),
         seed=lambda w: int(w.seed),
-        code=lambda w: code("margin_robustness", kinds.module_of(kinds.MODELS, config["models"][w.model]["kind"], "model")),
+        code=lambda w: code("margin_robustness", kind_module("models", w.model)),
     threads: config["threads"]
     resources:
         mem_mb=4000,
@@ -88,7 +85,6 @@ rule margin_figure:
     log:
         "results/logs/figures/{study}/{figure}.log",
     wildcard_constraints:
-        study=MARGIN_WILDCARDS["study"],
         figure=MARGIN_WILDCARDS["figure"],
     params:
         runs=lambda w: _margin.runs(STUDIES[w.study]),
@@ -111,10 +107,10 @@ rule margin_summary:
         csv="results/{study}/figures/summary.csv",
         md="results/{study}/figures/summary.md",
         checkpoints="results/{study}/figures/checkpoints.csv",
+        audit="results/{study}/figures/attack_audit.csv",
+        points="results/{study}/figures/points.csv",
     log:
         "results/logs/figures/{study}/summary.log",
-    wildcard_constraints:
-        study=MARGIN_WILDCARDS["study"],
     params:
         runs=lambda w: _margin.runs(STUDIES[w.study]),
         radii=lambda w: STUDIES[w.study]["robustness"]["radii"],

@@ -7,9 +7,6 @@
 # analysis of a whole run.
 from ibrobust.studies import prelu as _prelu  # noqa: E402
 
-PRELU_WILDCARDS = dict(study=_alternatives(studies_of("prelu")) or "^$")
-
-
 
 rule prelu_analyze:
     input:
@@ -23,8 +20,6 @@ rule prelu_analyze:
         "results/logs/prelu_analyze/{study}.log",
     benchmark:
         "results/benchmarks/prelu_analyze/{study}.tsv"
-    wildcard_constraints:
-        study=PRELU_WILDCARDS["study"],
     params:
         runs=lambda w: _prelu.runs(config, w.study, "synthetic"),
         analysis=lambda w: _prelu.analysis_params(STUDIES[w.study]),
@@ -48,8 +43,6 @@ rule prelu_robust_figure:
         csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
     log:
         "results/logs/figures/{study}/robust_accuracy_vs_radius.log",
-    wildcard_constraints:
-        study=PRELU_WILDCARDS["study"],
     params:
         runs=lambda w: _prelu.runs(config, w.study, "synthetic"),
         labels=lambda w: _prelu.labels(config, w.study, "synthetic"),
@@ -70,8 +63,6 @@ rule prelu_alignment_figure:
         csv="results/{study}/figures/neuron_alignment.csv",
     log:
         "results/logs/figures/{study}/neuron_alignment.log",
-    wildcard_constraints:
-        study=PRELU_WILDCARDS["study"],
     params:
         runs=lambda w: _prelu.runs(config, w.study, "synthetic"),
         labels=lambda w: _prelu.labels(config, w.study, "synthetic"),
@@ -92,8 +83,6 @@ rule prelu_distance_figure:
         csv="results/{study}/figures/ideal_distances.csv",
     log:
         "results/logs/figures/{study}/ideal_distances.log",
-    wildcard_constraints:
-        study=PRELU_WILDCARDS["study"],
     params:
         runs=lambda w: _prelu.runs(config, w.study, "synthetic"),
         labels=lambda w: _prelu.labels(config, w.study, "synthetic"),
@@ -115,8 +104,6 @@ rule prelu_summary_table:
         md="results/{study}/figures/summary.md",
     log:
         "results/logs/figures/{study}/summary.log",
-    wildcard_constraints:
-        study=PRELU_WILDCARDS["study"],
     params:
         runs=lambda w: _prelu.runs(config, w.study, "synthetic"),
         labels=lambda w: _prelu.labels(config, w.study, "synthetic"),
@@ -136,8 +123,6 @@ rule prelu_mnist_figure:
         csv="results/{study}/figures/mnist_robust_accuracy.csv",
     log:
         "results/logs/figures/{study}/mnist_robust_accuracy.log",
-    wildcard_constraints:
-        study=PRELU_WILDCARDS["study"],
     params:
         runs=lambda w: attack_runs(w.study, _prelu.runs(config, w.study, "mnist")),
         labels=lambda w: _prelu.labels(config, w.study, "mnist"),
@@ -158,8 +143,6 @@ rule prelu_table1:
         md="results/{study}/figures/table1.md",
     log:
         "results/logs/figures/{study}/table1.log",
-    wildcard_constraints:
-        study=PRELU_WILDCARDS["study"],
     params:
         attack_runs=lambda w: attack_runs(w.study, _prelu.runs(config, w.study, "mnist")),
         runs=lambda w: _prelu.runs(config, w.study, "mnist"),

@@ -8,13 +8,11 @@ from ibrobust.studies import price_linear as _price  # noqa: E402
 
 PRICE_STUDIES = studies_of("price_linear")
 PRICE_WILDCARDS = dict(
-    study=_alternatives(PRICE_STUDIES) or "^$",
-    dataset=_alternatives({d for s in PRICE_STUDIES for d in STUDIES[s]["datasets"]}) or "^$",
-    optimizer=_alternatives({o for s in PRICE_STUDIES for o in STUDIES[s]["optimizers"]}) or "^$",
+    dataset=alternatives({d for s in PRICE_STUDIES for d in STUDIES[s]["datasets"]}) or NO_MATCH,
+    optimizer=alternatives({o for s in PRICE_STUDIES for o in STUDIES[s]["optimizers"]}) or NO_MATCH,
     n=r"\d+",
     gap="robust|clean",
 )
-
 
 
 rule price_test_data:
@@ -26,7 +24,6 @@ rule price_test_data:
     benchmark:
         "results/benchmarks/price_test_data/{study}/{dataset}.tsv"
     wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
         dataset=PRICE_WILDCARDS["dataset"],
     params:
         dataset=lambda w: _price.data(config, STUDIES[w.study], w.dataset)["dataset"],
@@ -51,7 +48,6 @@ rule price_train_data:
     benchmark:
         "results/benchmarks/price_train_data/{study}/{dataset}/n{n}.tsv"
     wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
         dataset=PRICE_WILDCARDS["dataset"],
         n=PRICE_WILDCARDS["n"],
     params:
@@ -82,7 +78,6 @@ rule price_train:
     benchmark:
         "results/benchmarks/price_train/{study}/{dataset}/{optimizer}/n{n}.tsv"
     wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
         dataset=PRICE_WILDCARDS["dataset"],
         optimizer=PRICE_WILDCARDS["optimizer"],
         n=PRICE_WILDCARDS["n"],
@@ -90,7 +85,7 @@ rule price_train:
         optimizer=lambda w: _price.training(config, STUDIES[w.study], w.optimizer)["optimizer"],
         stopping=lambda w: _price.training(config, STUDIES[w.study], w.optimizer)["stopping"],
         eps_fractions=lambda w: _price.training(config, STUDIES[w.study], w.optimizer)["eps_fractions"],
-        code=code("price_train"),
+        code=lambda w: code("price_train", kind_module("optimizers", w.optimizer)),
     threads: config["threads"]
     resources:
         mem_mb=3000,
@@ -110,13 +105,11 @@ rule price_gap_figure:
         csv="results/{study}/figures/gap_vs_n.csv",
     log:
         "results/logs/figures/{study}/gap_vs_n.log",
-    wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
     params:
         runs=lambda w: _price.runs(STUDIES[w.study]),
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
         plots=plot_params,
-        code=code("price_gap_figure"),
+        code=lambda w: code("price_gap_figure", *_price.optimizer_modules(config, STUDIES[w.study])),
     threads: config["threads"]
     conda:
         "../envs/ibrobust.yaml"
@@ -134,14 +127,13 @@ rule price_gap_difference_figure:
     log:
         "results/logs/figures/{study}/gap_difference_{gap}.log",
     wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
         gap=PRICE_WILDCARDS["gap"],
     params:
         runs=lambda w: _price.runs(STUDIES[w.study]),
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
         gap=lambda w: f"{w.gap}_gap",
         plots=plot_params,
-        code=code("price_gap_difference_figure"),
+        code=lambda w: code("price_gap_difference_figure", *_price.optimizer_modules(config, STUDIES[w.study])),
     threads: config["threads"]
     conda:
         "../envs/ibrobust.yaml"
@@ -158,13 +150,11 @@ rule price_cosine_figure:
         csv="results/{study}/figures/solution_cosines.csv",
     log:
         "results/logs/figures/{study}/solution_cosines.log",
-    wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
     params:
         runs=lambda w: _price.runs(STUDIES[w.study]),
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
         plots=plot_params,
-        code=code("price_cosine_figure"),
+        code=lambda w: code("price_cosine_figure", *_price.optimizer_modules(config, STUDIES[w.study])),
     threads: config["threads"]
     conda:
         "../envs/ibrobust.yaml"
@@ -181,12 +171,10 @@ rule price_summary_table:
         md="results/{study}/figures/summary.md",
     log:
         "results/logs/figures/{study}/summary.log",
-    wildcard_constraints:
-        study=PRICE_WILDCARDS["study"],
     params:
         runs=lambda w: _price.runs(STUDIES[w.study]),
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
-        code=code("price_summary_table"),
+        code=lambda w: code("price_summary_table", *_price.optimizer_modules(config, STUDIES[w.study])),
     threads: config["threads"]
     conda:
         "../envs/ibrobust.yaml"

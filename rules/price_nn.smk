@@ -6,8 +6,6 @@
 # the summary.
 from ibrobust.studies import price_nn as _price_nn  # noqa: E402
 
-PRICE_NN_WILDCARDS = dict(study=_alternatives(studies_of("price_nn")) or "^$")
-
 
 rule price_nn_figures:
     input:
@@ -28,8 +26,6 @@ rule price_nn_figures:
         runs="results/{study}/figures/runs.csv",
     log:
         "results/logs/figures/{study}/price_nn.log",
-    wildcard_constraints:
-        study=PRICE_NN_WILDCARDS["study"],
     params:
         runs=lambda w: _price_nn.all_runs(config, w.study),
         curve_n=lambda w: _price_nn.curve_n(STUDIES[w.study]),

@@ -25,10 +25,13 @@ import time
 from typing import Any
 
 import _lifecycle
+import _signals
 from _tracking import JobRun, mask_secrets, run_key
 
 from ibrobust import io
 from ibrobust.provenance import flatten
+
+_signals.die_on_interrupt()  # until the Job exists, SIGINT ends the job at once
 
 
 class Job:
@@ -55,6 +58,7 @@ class Job:
         self._startup = (process_age(), cpu_seconds())  # interpreter + imports, wall and CPU
         self._tracking = 0.0
         _lifecycle.watch_invocation()  # lifecycle: the job ends when its snakemake is gone
+        _signals.interrupt_once()  # a second SIGINT cannot cut the closing of the run short
 
     def __enter__(self) -> Job:
         params = {k: v for k, v in dict(self.smk.params.items()).items() if k != "code"}
@@ -147,7 +151,8 @@ class Job:
         elapsed = time.monotonic() - self._t0
         if exc is not None:
             self.log.error("failed after %.2f s: %s: %s", elapsed, exc_type.__name__, exc)
-        else:
+        else:  # every output is written: a late SIGINT must not fail the job now
+            _signals.ignore_interrupts()
             self.run.metrics({"job.seconds": elapsed})
         try:
             t0 = time.perf_counter()

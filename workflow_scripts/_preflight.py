@@ -1,9 +1,10 @@
 """Data preflight (Snakefile ``onstart``): before the first job, check the real image data
 the planned dataset jobs will read (``ibrobust.data.preflight``: headers, not pixels).
 
-Only image datasets whose ``dataset`` job is planned are checked: the default target
-(synthetic data only), or a rerun whose image datasets are already made, reads nothing
-under ``data_root`` and is never stopped by it.
+Only datasets that read files under ``data_root`` (their kind's ``reads_data_root``) and
+whose ``dataset`` job is planned are checked: the default target (synthetic data only), or
+a rerun whose image datasets are already made, reads nothing under ``data_root`` and is
+never stopped by it.
 """
 
 from __future__ import annotations
@@ -13,29 +14,32 @@ from collections.abc import Mapping
 
 from snakemake.exceptions import WorkflowError
 
+from ibrobust.kinds import DATASETS
+
 DATASET_RULE = "dataset"  # rules/data.smk: the one rule that reads data_root
 
 
-def planned_image_datasets(workflow, datasets: Mapping[str, Mapping]) -> dict[str, Mapping]:
-    """name -> entry of every image dataset a planned ``dataset`` job makes."""
+def planned_data_root_datasets(workflow, datasets: Mapping[str, Mapping]) -> dict[str, Mapping]:
+    """name -> entry of every dataset reading data_root that a planned ``dataset`` job makes."""
     names = {
         job.wildcards.dataset
         for job in workflow.dag.needrun_jobs()
         if job.rule.name == DATASET_RULE
     }
-    return {n: datasets[n] for n in sorted(names) if datasets[n]["kind"] == "image"}
+    return {n: datasets[n] for n in sorted(names) if DATASETS.of(datasets[n])["reads_data_root"]}
 
 
 def check_data(workflow, datasets: Mapping[str, Mapping], data_root: str) -> None:
     """WorkflowError listing every problem (one line each, naming the path) before any job
     starts; a line on stdout with what was checked and how long it took otherwise."""
-    needed = planned_image_datasets(workflow, datasets)
+    needed = planned_data_root_datasets(workflow, datasets)
     if not needed:
         return
     t0 = time.monotonic()
-    from ibrobust.data.preflight import check_image_sources
-
-    problems = check_image_sources(needed, data_root)
+    problems = []
+    for kind in sorted({e["kind"] for e in needed.values()}):  # each kind checks its own files
+        entries = {n: e for n, e in needed.items() if e["kind"] == kind}
+        problems += DATASETS.load(kind).preflight(entries, data_root)
     took = time.monotonic() - t0
     if problems:
         raise WorkflowError(

@@ -49,6 +49,8 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 0  # 0: any free port
     backend_store_uri: str = "sqlite:///results/mlflow/mlflow.db"
+    # where backend_store_uri came from, for error messages (or IBROBUST_BACKEND_STORE_URI)
+    backend_key: str = "config key mlflow.server.backend_store_uri"
     artifacts_destination: str = "results/mlflow/artifacts"
     workers: int = 1
     startup_timeout: float = 120.0
@@ -85,9 +87,8 @@ def _check_port(host: str, port: int) -> int:
         return s.getsockname()[1]
 
 
-def _check_backend(uri: str) -> None:
-    """Fail early, naming the key, when the backend store cannot be reached."""
-    key = "config key mlflow.server.backend_store_uri"
+def _check_backend(uri: str, key: str = ServerSettings.backend_key) -> None:
+    """Fail early, naming the key (or variable), when the backend store cannot be reached."""
     scheme = uri.split(":", 1)[0].split("+", 1)[0]
     if scheme == "sqlite":
         path = Path(uri[len("sqlite:///") :])
@@ -158,7 +159,7 @@ class TrackingServer:
     def start(self) -> str:
         s = self.settings
         backend = absolute_store_uri(s.backend_store_uri)
-        _check_backend(backend)
+        _check_backend(backend, s.backend_key)
         artifacts = _check_artifacts(s.artifacts_destination)
         port = _check_port(s.host, int(s.port))
         public = advertised_host(s.host)

@@ -22,9 +22,7 @@ with Job(snakemake) as job:
         data = dataset_from_arrays(load_npz(data_file), data_file)
         state = load_torch(model_file)
         net = load_model(state)
-        label = (
-            "robust reference" if state.get("kind") == "robust_reference" else run["supervision"]
-        )
+        label = p.model_labels[run["model"]] or run["supervision"]
         specs = p.attacks[run["supervision"]]
         pts = run_points(
             net, data, run["supervision"], p.readouts, specs, radii, cfg.points, run["seed"]

@@ -12,5 +12,7 @@ with Job(snakemake) as job:
     df = per_readout(gather_csv(list(snakemake.input), p.runs), list(p.readouts))
     df["model_kind"] = df.model.map(p.model_kinds)
     ds = next(iter(p.datasets.values()))
-    fig = robust_curves(df, d=ds["d"], k=ds["k"], spread=p.plots["spread"], style=p.plots["style"])
+    fig = robust_curves(
+        df, p.model_labels, d=ds["d"], k=ds["k"], spread=p.plots["spread"], style=p.plots["style"]
+    )
     save_outputs(job, fig, df, snakemake.output, p.plots["dpi"])

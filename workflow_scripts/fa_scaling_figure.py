@@ -12,7 +12,7 @@ from ibrobust.plotting.fa import critical_radius_scaling
 p, out = snakemake.params, snakemake.output
 with Job(snakemake) as job:
     curves = per_readout(gather_csv(list(snakemake.input), p.runs), list(p.readouts))
-    table = scaling_table(curves, p.datasets, p.sweeps, p.model_kinds)
+    table = scaling_table(curves, p.datasets, p.sweeps, p.model_labels)
     slopes = scaling_slopes(table)
     job.log.info("slopes:\n%s", slopes.round(3).to_string(index=False))
     fig = critical_radius_scaling(table, style=p.plots["style"])

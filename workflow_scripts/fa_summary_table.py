@@ -10,7 +10,7 @@ from ibrobust.io import atomic_path, save_csv
 
 p = snakemake.params
 with Job(snakemake) as job:
-    kinds = p.model_kinds
+    labels = p.model_labels  # model -> its kind's label (None: named by its supervision)
     att = gather_json(list(snakemake.input.attack), p.attack_runs)
     key_of = lambda r: tuple(r[k] for k in ("dataset", "model", "optimizer", "supervision", "seed"))  # noqa: E731
     ana = {key_of(r): r for r in gather_json(list(snakemake.input.analysis), p.analysis_runs)}
@@ -26,9 +26,7 @@ with Job(snakemake) as job:
             "optimizer": r["optimizer"],
             "seed": r["seed"],
             "readout": r["readout"],
-            "setting": "robust reference"
-            if kinds[r["model"]] == "robust_reference"
-            else r["supervision"],
+            "setting": labels[r["model"]] or r["supervision"],
             "clean_acc": r["clean_acc"],
         }
         row.update({f"critical_radius.{a}": v for a, v in r["critical_radius"].items()})

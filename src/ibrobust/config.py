@@ -2,19 +2,24 @@
 
 ``validate_config`` fills schema defaults, then raises :class:`ConfigError` (a
 ValueError) whose message names the offending key path (``studies.fa.seeds[1]``) and
-value - before the workflow schedules anything.
+value - before the workflow schedules anything. The schema is assembled from the five
+registries of :mod:`ibrobust.kinds` (:func:`load_schema`): every kind's settings, their
+defaults and ranges live in its schema fragment, its value checks in its module's
+``check``; nothing here lists a kind or its fields.
 """
 
 from __future__ import annotations
 
 import copy
-import math
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
+from ibrobust import kinds
 from ibrobust.attacks.policy import (  # noqa: F401  (re-exported: the config's attack vocabulary)
     NORMS,
     attack_applies,
@@ -27,6 +32,16 @@ from ibrobust.validation import key_path, value_problems
 
 class ConfigError(ValueError):
     """Invalid configuration; the message starts with the offending key path."""
+
+
+def config_error(where: str, err: Exception, entry: Mapping | None = None) -> ConfigError:
+    """A ConfigError for a library ValueError about the entry at ``where``: the message's
+    first word names the offending setting when it is one of ``entry``'s keys (``k must
+    satisfy 2 <= k <= d=40`` -> ``config key datasets.x.k: ...``), else the entry."""
+    msg = str(err)
+    first = re.split(r"[\s=:,(\[]", msg, maxsplit=1)[0]
+    at = f"{where}.{first}" if entry is not None and first in entry else where
+    return ConfigError(f"config key {at}: {msg}")
 
 
 def _with_defaults(validator_cls):
@@ -50,28 +65,21 @@ def _fill_registry_defaults(config: dict, schema: dict) -> None:
 
 
 def load_schema(path: str | Path) -> dict:
-    """The config schema at ``path`` with every registered study and attack kind filled in:
-    each kind's fragment becomes ``definitions.<study|attack>_<kind>``, selected by
-    if/then on ``kind`` (kinds: ``ibrobust.studies.REGISTRY``, ``ibrobust.kinds.ATTACKS``)."""
-    from ibrobust import kinds, studies
-    from ibrobust.attacks.policy import fragment
-
+    """The config schema at ``path`` with every registered kind of the five registries filled
+    in the same way: ``definitions.<what>.kind`` gets the enum of the kinds, each kind's
+    fragment (without ``x-kind``) becomes ``definitions.<what>_<kind>``, selected by if/then
+    on ``kind`` (``ibrobust.kinds.REGISTRIES``)."""
     schema = yaml.safe_load(Path(path).read_text())
-    plug = {
-        "study": {k: studies.schema_fragment(k) for k in studies.REGISTRY},
-        "attack": {k: fragment(k) for k in kinds.ATTACKS},
-    }
-    for what, frags in plug.items():
-        entry = schema["definitions"][what]
-        entry["properties"]["kind"]["enum"] = list(frags)
+    for reg in kinds.REGISTRIES.values():
+        entry = schema["definitions"][reg.what]
+        entry["properties"]["kind"]["enum"] = reg.kinds()
         entry["allOf"] = []
-        for kind, frag in frags.items():
-            frag = {k: v for k, v in frag.items() if k != "x-policy"}
-            schema["definitions"][f"{what}_{kind}"] = frag
+        for kind in reg.kinds():
+            schema["definitions"][f"{reg.what}_{kind}"] = reg.schema(kind)
             entry["allOf"].append(
                 {
                     "if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
-                    "then": {"$ref": f"#/definitions/{what}_{kind}"},
+                    "then": {"$ref": f"#/definitions/{reg.what}_{kind}"},
                 }
             )
     return schema
@@ -95,129 +103,81 @@ def _coerce_command_line(cfg: dict, schema: dict) -> dict:
 
 
 def validate_config(config: dict, schema: dict) -> dict:
-    """Validated copy of ``config`` with defaults filled; ConfigError on the first problem."""
+    """Validated copy of ``config`` with defaults filled; ConfigError on the first problem:
+    the schema on what the user wrote, then (defaults filled) each entry's kind's own value
+    checks, then the cross-references (robust-ERM blocks, the studies' checks)."""
     cfg = _coerce_command_line(copy.deepcopy(config), schema)
     bad_values = value_problems(cfg, schema)  # NaN / inf anywhere, 1.0 for an integer
     if bad_values:
         raise ConfigError("\n".join(map(str, bad_values)))
+    _check_kind_names(cfg)
     errors = sorted(
         jsonschema.Draft7Validator(schema).iter_errors(cfg), key=lambda e: list(e.absolute_path)
     )
     if errors:
-        e = errors[0]
-        where = key_path(e.absolute_path)
-        if e.validator == "additionalProperties":
-            extra = sorted(set(e.instance) - set(e.schema.get("properties", {})))
-            raise ConfigError(
-                f"config key {where + '.' if e.absolute_path else ''}{extra[0]}: unknown key "
-                f"(allowed: {sorted(e.schema.get('properties', {}))})"
-            )
-        if e.validator == "required":
-            raise ConfigError(f"config key {where}: {e.message}")
-        raise ConfigError(f"config key {where}: {e.message}")
-    _check_kind_fields(cfg)
-    _check_explicit_fields(cfg)  # before defaults hide what the user wrote
+        raise ConfigError(_message(errors[0]))
     _fill_registry_defaults(cfg, schema)
-    _prune_kind_fields(cfg)
+    _check_entries(cfg)
     _check_references(cfg)
     return cfg
 
 
-# Which keys of a registry entry belong to which kind (the schema lists their union).
-# Datasets, optimizers, attacks and studies instead have one schema definition per kind (selected
-# by if/then on ``kind``), because their kinds need different defaults for the same key.
-KIND_FIELDS = {
-    "models": {
-        "two_layer": {"m", "init_scale"},
-        "robust_reference": {"beta"},
-        "mlp": {"hidden", "normalize"},
-        "cnn": {"channels", "kernel", "hidden", "normalize", "channels_last"},
-        "resnet18": {"width", "normalize"},
-        "fc": {"width", "init_scale"},
-        "prelu": {
-            "width",
-            "p",
-            "init",
-            "init_std",
-            "normalize_input",
-            "out_bias",
-            "normalize",
-            "binary_heads",
-        },
-        "homogeneous_cnn": {"channels", "kernels", "hidden", "first_bias"},
-    },
-}
-# Keys a kind must set itself: the flat model schema's default belongs to another kind
-# (width: resnet18's 64 channels).
-REQUIRED_KIND_FIELDS = {"models": {"prelu": {"width"}}}
+def _check_kind_names(cfg: dict) -> None:
+    """An entry's kind is a registered one (the schema's enum error would not say which
+    registry, nor list its kinds)."""
+    for section, reg in kinds.REGISTRIES.items():
+        entries = cfg.get(section)
+        if not isinstance(entries, dict):
+            continue
+        for name, entry in entries.items():
+            kind = entry.get("kind") if isinstance(entry, dict) else None
+            if isinstance(kind, str) and kind not in reg.table:
+                raise ConfigError(f"config key {section}.{name}.kind: {reg.unknown(kind)}")
 
 
-def _check_kind_fields(cfg: dict) -> None:
-    for registry, kinds in KIND_FIELDS.items():
-        for name, entry in cfg.get(registry, {}).items():
-            allowed = kinds[entry["kind"]] | {"kind"}
-            extra = sorted(set(entry) - allowed)
-            if extra:
-                raise ConfigError(
-                    f"config key {registry}.{name}.{extra[0]}: not a setting of kind "
-                    f"{entry['kind']!r} (allowed: {sorted(allowed)})"
-                )
+def _described(schema: dict) -> str:
+    """The first sentence of a schema's description, or ''."""
+    text = " ".join(str(schema.get("description", "")).split())
+    return text.split(". ", 1)[0].rstrip(".")
 
 
-def _check_explicit_fields(cfg: dict) -> None:
-    """Checks on what the user wrote (run before the schema defaults are filled in)."""
-    for registry, kinds in REQUIRED_KIND_FIELDS.items():
-        for name, entry in cfg.get(registry, {}).items():
-            missing = sorted(kinds.get(entry["kind"], set()) - set(entry))
-            if missing:
-                raise ConfigError(
-                    f"config key {registry}.{name}.{missing[0]}: kind {entry['kind']!r} needs "
-                    f"an explicit {missing[0]} (e.g. the paper's 2000 synthetic / 500 MNIST "
-                    "hidden units)"
-                )
-    for name, ds in cfg["datasets"].items():
-        if ds["kind"] == "clusters" and ds.get("alpha") is not None and "sigma" in ds:
-            raise ConfigError(
-                f"config key datasets.{name}.sigma: set either sigma or alpha (alpha gives "
-                "the noise std alpha / sqrt(d)), not both"
-            )
+def _message(e: jsonschema.ValidationError) -> str:
+    """A schema error as ``config key <path>: <what is wrong>`` (with the setting's
+    description where it says what is allowed)."""
+    where = key_path(e.absolute_path)
+    at = where + "." if e.absolute_path else ""
+    path = list(e.absolute_path)
+    entry = len(path) == 2 and path[0] in kinds.REGISTRIES and isinstance(e.instance, dict)
+    kind = e.instance.get("kind") if entry else None  # the error is about a registry entry
+    if e.validator == "additionalProperties":
+        allowed = sorted(e.schema.get("properties", {}))
+        extra = sorted(set(e.instance) - set(allowed))
+        of = f": not a setting of kind {kind!r}" if kind else ""
+        return f"config key {at}{extra[0]}: unknown key{of} (allowed: {allowed})"
+    if e.validator == "required":
+        missing = next(k for k in e.validator_value if k not in e.instance)
+        what = _described(e.schema.get("properties", {}).get(missing, {}))
+        of = f" of kind {kind!r}" if kind else ""
+        return f"config key {at}{missing}: {e.message}{of}" + (f" ({what})" if what else "")
+    what = _described(e.schema)
+    if e.validator == "not" and what:  # the schema's own words say what is wrong
+        return f"config key {where}: {e.instance!r}: {what}"
+    return f"config key {where}: {e.message}" + (f" ({what})" if what else "")
 
 
-def _prune_kind_fields(cfg: dict) -> None:
-    for registry, kinds in KIND_FIELDS.items():
-        for entry in cfg.get(registry, {}).values():
-            for key in set(entry) - kinds[entry["kind"]] - {"kind"}:
-                del entry[key]
+def _check_entries(cfg: dict) -> None:
+    """Each registry entry's own value checks (its kind's ``check``, where it declares one)."""
+    for section, reg in kinds.REGISTRIES.items():
+        if section == kinds.STUDIES.section:  # a study's check is a cross-check (below)
+            continue
+        for name, entry in cfg.get(section, {}).items():
+            reg.check_entry(entry, f"{section}.{name}")
 
 
 def _check_references(cfg: dict) -> None:
-    for name, m in cfg["models"].items():
-        if m["kind"] == "homogeneous_cnn" and len(m["hidden"]) != 1:
-            raise ConfigError(
-                f"config key models.{name}.hidden: homogeneous_cnn has one hidden layer "
-                f"(fc1), got {m['hidden']}"
-            )
-        if m["kind"] == "homogeneous_cnn" and any(k % 2 == 0 for k in m["kernels"]):
-            raise ConfigError(
-                f"config key models.{name}.kernels: must be odd ('same' padding), "
-                f"got {m['kernels']}"
-            )
-        if m["kind"] == "prelu" and m["normalize"] not in ("none", "center"):
-            raise ConfigError(
-                f"config key models.{name}.normalize: a prelu net centres its input or not "
-                f"(none or center), got {m['normalize']!r}"
-            )
     for name, opt in cfg["optimizers"].items():
         if opt.get("adversarial") is not None:
             check_adversarial(opt["adversarial"], f"optimizers.{name}.adversarial")
-    for name, ds in cfg["datasets"].items():
-        where = f"datasets.{name}"
-        if ds["kind"] == "clusters":
-            _check_clusters(ds, where)
-        elif ds["kind"] == "teacher":
-            _check_teacher(ds, where)
-        elif ds["kind"] == "image":
-            _check_image(ds, where)
     from ibrobust import studies
 
     for sname, st in cfg["studies"].items():
@@ -253,8 +213,7 @@ def derived_optimizers(cfg: dict) -> dict[str, dict]:
 
     out = {}
     for st in cfg["studies"].values():
-        kind = studies.load(st["kind"])
-        for base, key, values in getattr(kind, "optimizer_sweeps", lambda st: [])(st):
+        for base, key, values in studies.hook(st["kind"], "optimizer_sweeps")(st):
             for v in values:
                 entry = copy.deepcopy(cfg["optimizers"][base])
                 if key != "eps":
@@ -264,36 +223,13 @@ def derived_optimizers(cfg: dict) -> dict[str, dict]:
     return out
 
 
-def _check_image(ds: dict, where: str) -> None:
-    explicit = ds["split"] == "explicit"
-    pos, neg = ds.get("positive"), ds.get("negative")
-    if explicit:
-        if not pos or not neg:
-            raise ConfigError(
-                f"config key {where}.positive: split 'explicit' needs non-empty positive and "
-                f"negative class lists, got positive={pos}, negative={neg}"
-            )
-        both = sorted(set(pos) & set(neg))
-        if both:
-            raise ConfigError(
-                f"config key {where}.negative: classes {both} are in both positive and negative"
-            )
-    elif pos is not None or neg is not None:
-        raise ConfigError(
-            f"config key {where}.positive: positive/negative only apply to split 'explicit' "
-            f"(split is {ds['split']!r})"
-        )
-    if ds["source"] in ("npz", "imagefolder") and not ds.get("path"):
-        raise ConfigError(f"config key {where}.path: source {ds['source']!r} needs a path")
-    if ds["source"] in ("mnist", "cifar10") and ds.get("path"):
-        raise ConfigError(
-            f"config key {where}.path: source {ds['source']!r} reads torchvision's layout under "
-            "data_root; set path only for npz / imagefolder"
-        )
-
-
-def _typed(key: str, v: Any) -> Any:
-    return int(v) if key in ("k", "d", "n_train") else float(v)
+def typed(entry: Mapping, key: str, value: Any) -> Any:
+    """``value`` of setting ``key`` of a dataset entry as its kind's fragment types it: an int
+    for an integer setting (a sweep's d, k or n_train), else a float."""
+    types = kinds.DATASETS.schema(entry["kind"])["properties"].get(key, {}).get("type", [])
+    return (
+        int(value) if "integer" in (types if isinstance(types, list) else [types]) else float(value)
+    )
 
 
 # ---- dataset sweeps: variants <base>@<key>=<value> of a registry entry ----------------------
@@ -304,11 +240,8 @@ def variant_name(base: str, key: str, value: Any) -> str:
 def sweep_dataset(cfg: dict, base: str, key: str, value: Any) -> str:
     """The dataset a sweep uses at ``key = value``: the base entry itself where it already
     has that value (its jobs are reused), else the variant ``<base>@<key>=<value>``."""
-    return (
-        base
-        if cfg["datasets"][base].get(key) == _typed(key, value)
-        else variant_name(base, key, value)
-    )
+    entry = cfg["datasets"][base]
+    return base if entry.get(key) == typed(entry, key, value) else variant_name(base, key, value)
 
 
 def dataset_sweeps(cfg: dict) -> list[tuple[str, str, list]]:
@@ -316,14 +249,14 @@ def dataset_sweeps(cfg: dict) -> list[tuple[str, str, list]]:
     e.g. a sweep of k at fixed d, or of the noise level alpha)."""
     from ibrobust import studies
 
-    return [s for st in cfg["studies"].values() for s in studies.load(st["kind"]).sweeps(st)]
+    return [s for st in cfg["studies"].values() for s in studies.hook(st["kind"], "sweeps")(st)]
 
 
 def study_task(kind: str, supervision: str) -> str:
     """What counts as correct for a model of a study kind: ``binary`` or ``fine``."""
     from ibrobust import studies
 
-    return studies.load(kind).task(supervision)
+    return studies.hook(kind, "task")(supervision)
 
 
 def derived_datasets(cfg: dict) -> dict[str, dict]:
@@ -333,30 +266,6 @@ def derived_datasets(cfg: dict) -> dict[str, dict]:
         for v in values:
             name = sweep_dataset(cfg, base, key, v)
             if name != base:
-                out[name] = dict(cfg["datasets"][base], **{key: _typed(key, v)})
+                entry = cfg["datasets"][base]
+                out[name] = dict(entry, **{key: typed(entry, key, v)})
     return out
-
-
-def _check_teacher(ds: dict, where: str) -> None:
-    for key in ("k_w", "k_x"):
-        if ds[key] > ds["d"]:
-            raise ConfigError(f"config key {where}.{key}: {key}={ds[key]} must be <= d={ds['d']}")
-
-
-def _check_clusters(ds: dict, where: str) -> None:
-    d, k = ds["d"], ds["k"]
-    if k > d:
-        raise ConfigError(f"config key {where}.k: k={k} orthogonal means need k <= d={d}")
-    pos = ds.get("positive")
-    if pos is None:
-        if k % 2:
-            raise ConfigError(
-                f"config key {where}.k: k={k} must be even for the default balanced split"
-            )
-    elif not 1 <= len(pos) < k or max(pos) >= k:
-        raise ConfigError(
-            f"config key {where}.positive: needs 1 to k-1={k - 1} distinct cluster indices in "
-            f"[0, {k}) (Min & Vidal use 6 of 10), got {pos}"
-        )
-    if ds.get("mean_norm") is not None and not math.isfinite(ds["mean_norm"]):
-        raise ConfigError(f"config key {where}.mean_norm: must be finite")

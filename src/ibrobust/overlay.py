@@ -1,14 +1,18 @@
 """Config files read strictly: a YAML error or a key written twice names the file and line.
 
-Snakemake reads ``--configfile`` overlays itself, with a loader that keeps the last of
-two equal keys without a word and reports a syntax error as "Config file is not valid
-JSON or YAML" (the file and line only under ``--verbose``). :func:`check_files` rereads
-them: the workflow calls it while parsing (duplicate keys), and
-``python -m ibrobust.overlay FILE...`` checks files before a run, syntax included.
+Snakemake reads ``--configfile`` overlays itself, before any code of the workflow runs,
+with a loader that keeps the last of two equal keys without a word and reports a syntax
+error as "Config file is not valid JSON or YAML", naming neither the file nor the line.
+So the overlays are checked earlier, by :func:`check_command_line`, which the workflow
+profile (``profiles/default/config.yaml``, loaded by Snakemake before it reads the
+overlays) calls; the workflow checks every config file again while parsing
+(:func:`check_files`, for runs without that profile); and ``python -m ibrobust.overlay
+FILE...`` checks files by hand.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Iterable
@@ -68,6 +72,32 @@ def check_files(paths: Iterable[str | os.PathLike]) -> None:
             raise OverlayError(
                 f"{p}: a config file is a mapping of top-level keys, got {type(doc).__name__}"
             )
+
+
+def configfiles_of(argv: list[str]) -> list[str]:
+    """The ``--configfile``/``--configfiles`` arguments of a snakemake command line, read
+    as Snakemake reads them (each takes one or more files; ``--configfile=F`` too). Other
+    options are skipped; [] for a command line this cannot read (Snakemake then judges it)."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    parser.add_argument("--configfile", "--configfiles", nargs="+", action="extend")
+    parser.add_argument("--config", "-C", nargs="*")  # so --config is not taken for them
+    try:
+        args, _ = parser.parse_known_args(argv)
+    except (argparse.ArgumentError, SystemExit):
+        return []
+    return list(args.configfile or [])
+
+
+def check_command_line(argv: list[str] | None = None) -> None:
+    """Check the ``--configfile`` overlays of this snakemake command line (``sys.argv``)
+    before Snakemake reads them: on a problem, say which file and line and exit with
+    status 1, as Snakemake does for a bad config file."""
+    files = configfiles_of(sys.argv[1:] if argv is None else argv)
+    try:
+        check_files(files)
+    except OverlayError as e:
+        print(f"ibrobust: invalid config file: {e}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 def main(argv: list[str]) -> int:

@@ -7,7 +7,10 @@ every ``ibrobust`` module it imports, transitively (static analysis of ``import`
 statements, so nothing is executed). Editing ``ibrobust/plotting/fa.py`` therefore
 changes the hash of the figure scripts only, and Snakemake reruns those jobs. Registry
 kinds are loaded dynamically (``ibrobust.kinds``), so a rule adds the modules of its job's
-own kinds explicitly (``modules=``): a job hashes the code it can actually run.
+own kinds explicitly (``modules=``): a job hashes the code it can actually run. A kind's
+schema fragment beside its module (``c.schema.yaml``, or ``schema.yaml`` in a package) is
+part of the kind: it is hashed with the module (its defaults reach jobs through the
+config, but its capabilities, e.g. a model's training paths, are read by the code).
 """
 
 from __future__ import annotations
@@ -77,9 +80,20 @@ def _imports_of_version(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
     return frozenset(names)
 
 
+def fragment_of(path: Path) -> Path | None:
+    """The schema fragment of a kind's module or package (None when it has none)."""
+    frag = (
+        path.parent / "schema.yaml"
+        if path.name == "__init__.py"
+        else path.with_suffix(".schema.yaml")
+    )
+    return frag if frag.is_file() else None
+
+
 def module_closure(script: str | Path, modules: tuple[str, ...] = ()) -> list[Path]:
     """The script plus every local helper and ``ibrobust`` module it (transitively) imports,
-    plus the closures of the dotted ``modules`` (a job's kind modules, see ibrobust.kinds)."""
+    plus the closures of the dotted ``modules`` (a job's kind modules, see ibrobust.kinds),
+    with the schema fragment of each module that has one."""
     script = Path(script).resolve()
     local_dir = script.parent
     seen: dict[Path, None] = {}
@@ -105,7 +119,8 @@ def module_closure(script: str | Path, modules: tuple[str, ...] = ()) -> list[Pa
                 local = local_dir / (name.replace(".", "/") + ".py")
                 cands = [local] if local.is_file() else []
             stack.extend(c.resolve() for c in cands if c is not None and c not in seen)
-    return sorted(seen)
+    fragments = {frag for f in seen if (frag := fragment_of(f)) is not None}
+    return sorted({*seen, *fragments})
 
 
 def code_hash(script: str | Path, modules: tuple[str, ...] = ()) -> str:

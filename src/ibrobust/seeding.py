@@ -8,9 +8,12 @@ not shift when another stream draws more numbers.
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:  # torch is imported where a torch generator is made (config checks: none)
+    import torch
 
 
 def derive_seed(seed: int, *keys: str | int) -> int:
@@ -23,6 +26,8 @@ def derive_seed(seed: int, *keys: str | int) -> int:
 
 def torch_generator(seed: int, *keys: str | int) -> torch.Generator:
     """A CPU ``torch.Generator`` for the stream ``(seed, *keys)``."""
+    import torch
+
     g = torch.Generator(device="cpu")
     g.manual_seed(derive_seed(seed, *keys))
     return g

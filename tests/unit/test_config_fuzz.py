@@ -247,7 +247,6 @@ def plan(cfg: dict) -> None:
     """What the workflow computes from a valid config before any job, through the library:
     typed configs of every dataset, optimizer and attack a study uses, the attack grids,
     and at least one attack for every attack job."""
-    from ibrobust.data import clusters, images
     from ibrobust.experiments import price_linear
     from ibrobust.training.full_batch import GD_KEYS, GDConfig
     from ibrobust.training.network import NetTrainConfig, net_train_fields
@@ -255,20 +254,10 @@ def plan(cfg: dict) -> None:
 
     datasets = {**cfg["datasets"], **derived_datasets(cfg)}
     optimizers = {**cfg["optimizers"], **derived_optimizers(cfg)}  # the workflow's OPTIMIZERS
-    for ds in datasets.values():
-        if ds["kind"] == "clusters":
-            clusters.config_from_dict(ds).positive_clusters  # noqa: B018
-        elif ds["kind"] == "image":
-            entry = dict(ds)
-            if entry["source"] not in images.TORCHVISION_SOURCES:
-                entry.pop("download", None)
-            images.config_from_dict(entry)
-        else:
-            price_linear.teacher_config(ds)
+    for name, ds in datasets.items():  # each kind's typed config (its check builds it)
+        kinds.DATASETS.check_entry(ds, f"datasets.{name}")
     for a in cfg["attacks"].values():
-        kinds.load(kinds.ATTACKS, a["kind"], "attack").parse_spec(
-            {k: v for k, v in a.items() if k != "kind"}
-        )
+        kinds.ATTACKS.load(a["kind"]).parse_spec({k: v for k, v in a.items() if k != "kind"})
     for name, st in cfg["studies"].items():
         if st["kind"] == "price_linear":
             for o in st["optimizers"]:
@@ -277,9 +266,9 @@ def plan(cfg: dict) -> None:
                 for n in st["n_train"]:
                     price_linear.teacher_config(cfg["datasets"][d], n)
             continue
-        kind = studies.load(st["kind"])
-        if not kind.NETWORK:
+        if not kinds.STUDIES.of(st)["network"]:
             continue
+        task_of = studies.hook(st["kind"], "task")
         for part in plan_of.all_parts(cfg, name):  # every cross product the kind plans
             for m in part["models"]:
                 model = cfg["models"][m]
@@ -305,7 +294,7 @@ def plan(cfg: dict) -> None:
                 for grid in grids:
                     names = grid_attacks(cfg, part["attacks"], part.get("grid", grid))
                     for sup in part["supervisions"]:
-                        task = kind.task(sup)
+                        task = task_of(sup)
                         runs = [a for a in names if attack_applies(cfg["attacks"][a], sup, task)]
                         assert runs, f"an attack job of {sup} models on grid {grid} runs no attack"
 

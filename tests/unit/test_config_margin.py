@@ -53,7 +53,7 @@ BAD = [
     ("prelu-net", {"studies": {"margin": {"models": ["prelu_mnist_p1"]}}}, f"{W}.models[0]", "not homogeneous"),
     ("bisection-too-many", {"studies": {"margin": {"robustness": {"attack_points": 5, "bisection_points": 6}}}}, f"{W}.robustness.bisection_points", "exceeds"),
     ("unknown-model", {"studies": {"margin": {"models": ["nope"]}}}, f"{W}.models[0]", "not defined"),
-    ("teacher-data", {"studies": {"margin": {"datasets": ["teacher_w4_x4"]}}}, f"{W}.datasets[0]", "needs image or clusters"),
+    ("teacher-data", {"studies": {"margin": {"datasets": ["teacher_w4_x4"]}}}, f"{W}.datasets[0]", "needs image or flat data"),
     ("cnn-two-hidden", {"models": {"margin_cnn": {"hidden": [8, 8]}}, "studies": {"margin": {"models": ["margin_cnn"]}}}, "models.margin_cnn.hidden", "one hidden layer"),
 ]  # fmt: skip
 

@@ -105,9 +105,9 @@ SYN = "studies.prelu.synthetic"
 MN = "studies.prelu.mnist"
 AA_L3 = {"kind": "autoattack", "norm": "l1", "version": "standard", "attacks": ["apgd-ce"]}
 BAD = [
-    ("prelu-without-width", {"models": {"x": {"kind": "prelu", "p": 2}}}, "models.x.width", "explicit width"),
+    ("prelu-without-width", {"models": {"x": {"kind": "prelu", "p": 2}}}, "models.x.width", "'width' is a required property of kind 'prelu'"),
     ("prelu-p-below-1", {"models": {"prelu_p1": {"p": 0.5}}}, "models.prelu_p1.p", "minimum of 1"),
-    ("prelu-standardize", {"models": {"prelu_p1": {"normalize": "standardize"}}}, "models.prelu_p1.normalize", "none or center"),
+    ("prelu-standardize", {"models": {"prelu_p1": {"normalize": "standardize"}}}, "models.prelu_p1.normalize", "is not one of ['none', 'center']"),
     ("prelu-with-m", {"models": {"prelu_p1": {"m": 3}}}, "models.prelu_p1.m", "not a setting of kind 'prelu'"),
     ("binary-heads-3", {"models": {"prelu_p1": {"binary_heads": 3}}}, "models.prelu_p1.binary_heads", "is not one of"),
     ("init-enum", {"models": {"prelu_p1": {"init": "xavier"}}}, "models.prelu_p1.init", "is not one of"),
@@ -116,9 +116,9 @@ BAD = [
     ("holdout-zero", {"datasets": {"mnist_parity_full": {"holdout": 0}}}, "datasets.mnist_parity_full.holdout", "minimum"),
     ("no-half", {"studies": {"prelu": {"synthetic": None, "mnist": None}}}, "studies.prelu", "synthetic or an mnist half"),
     ("unknown-key", {"studies": {"prelu": {"synthetic": {"epochs": 3}}}}, f"{SYN}.epochs", "unknown key"),
-    ("synthetic-image-data", {"studies": {"prelu": {"synthetic": {"dataset": "mnist_parity"}}}}, f"{SYN}.dataset", "clusters dataset"),
+    ("synthetic-image-data", {"studies": {"prelu": {"synthetic": {"dataset": "mnist_parity"}}}}, f"{SYN}.dataset", "needs flat data (kinds: clusters)"),
     ("synthetic-undefined-model", {"studies": {"prelu": {"synthetic": {"models": ["nope"]}}}}, f"{SYN}.models[0]", "not defined under models"),
-    ("synthetic-two-layer", {"studies": {"prelu": {"synthetic": {"models": ["two_layer_m5"]}}}}, f"{SYN}.models[0]", "trains prelu models"),
+    ("synthetic-two-layer", {"studies": {"prelu": {"synthetic": {"models": ["two_layer_m5"]}}}}, f"{SYN}.models[0]", "alignment analysis reads"),
     ("synthetic-autoattack", {"studies": {"prelu": {"synthetic": {"attacks": ["apgdce_l2"]}}}}, f"{SYN}.attacks[0]", "needs inputs in a box"),
     ("synthetic-alpha-negative", {"studies": {"prelu": {"synthetic": {"alphas": [0.1, -0.2]}}}}, f"{SYN}.alphas[1]", "minimum"),
     ("figure-alpha-off-grid", {"studies": {"prelu": {"synthetic": {"figure_alpha": 0.12}}}}, f"{SYN}.figure_alpha", "not one of alphas"),
@@ -127,7 +127,7 @@ BAD = [
     ("radii-one-value", {"studies": {"prelu": {"synthetic": {"radii": [0.5]}}}}, f"{SYN}.radii", "too short"),
     ("mnist-clusters", {"studies": {"prelu": {"mnist": {"datasets": ["clusters_d1000"]}}}}, f"{MN}.datasets[0]", "needs image"),
     ("mnist-universal", {"studies": {"prelu": {"mnist": {"attacks": ["universal"]}}}}, f"{MN}.attacks[0]", "needs cluster means"),
-    ("mnist-two-layer", {"studies": {"prelu": {"mnist": {"models": ["two_layer_m5"]}}}}, f"{MN}.models[0]", "trains mlp or cnn or resnet18 or prelu"),
+    ("mnist-two-layer", {"studies": {"prelu": {"mnist": {"models": ["two_layer_m5"]}}}}, f"{MN}.models[0]", "takes ['flat'] inputs, not the image data"),
     ("mnist-unknown-norm", {"studies": {"prelu": {"mnist": {"radii": {"l3": [0.0, 1.0]}}}}}, f"{MN}.radii.l3", "unknown key"),
     ("mnist-negative-radius", {"studies": {"prelu": {"mnist": {"radii": {"l1": [0.0, -5.0]}}}}}, f"{MN}.radii.l1[1]", "minimum"),
     ("mnist-grid-without-attack", {"attacks": {"aa_l1": AA_L3}, "studies": {"prelu": {"mnist": {"attacks": ["apgdce_linf", "apgdce_l2"], "radii": {"linf": [0.0, 0.1], "l2": [0.0, 1.0], "l1": [0.0, 5.0]}}}}}, f"{MN}.radii.l1", "no attack"),

@@ -21,7 +21,10 @@ from ibrobust.data.clusters import ClusterDataConfig
 from ibrobust.data.images import ImageDataConfig
 from ibrobust.data.teacher import TeacherConfig
 from ibrobust.experiments.margin import MarginRobustConfig
+from ibrobust.models.fc import FCConfig
+from ibrobust.models.homogeneous_cnn import HomogeneousCNNConfig
 from ibrobust.models.image import ImageModelConfig
+from ibrobust.models.prelu import PreluConfig
 from ibrobust.models.two_layer import TwoLayerConfig
 from ibrobust.optim.loss_based import LossBasedLRConfig
 from ibrobust.training.full_batch import GDConfig
@@ -47,8 +50,13 @@ PAIRS = [
     (ClusterDataConfig, "dataset_clusters", {}),
     (TeacherConfig, "dataset_teacher", {}),
     (ImageDataConfig, "dataset_image", {}),
-    (TwoLayerConfig, "model", {}),
-    (ImageModelConfig, "model", {}),
+    (TwoLayerConfig, "model_two_layer", {}),
+    (ImageModelConfig, "model_mlp", {}),
+    (ImageModelConfig, "model_cnn", {}),
+    (ImageModelConfig, "model_resnet18", {}),
+    (FCConfig, "model_fc", {}),
+    (PreluConfig, "model_prelu", {}),  # width: no default in the schema (set it)
+    (HomogeneousCNNConfig, "model_homogeneous_cnn", {}),
     (MarginTrainConfig, MARGIN_TRAINING, {}),
     (LossBasedLRConfig, MARGIN_TRAINING, {}),  # alpha (the schedule's field)
     (MarginRobustConfig, MARGIN_ROBUSTNESS, {}),
@@ -58,6 +66,7 @@ EXCEPTIONS = {
     ("NetTrainConfig", "optimizer_sgd", "lr"): "one field, a default per optimizer kind (adam's)",
     ("ImageDataConfig", "dataset_image", "download"): "the library never downloads unasked",
     ("ImageDataConfig", "dataset_image", "split"): "library callers name their split",
+    ("HomogeneousCNNConfig", "model_homogeneous_cnn", "hidden"): "the schema's [width], an int",
 }
 # values that mean the same on both sides: lr_max null = no cap = inf
 SAME = {("lr_max", None): math.inf}

@@ -144,7 +144,7 @@ def test_scaling_table_and_slopes_by_hand():
         for d in (16, 256):
             runs[(f"b@d={d}", "binary", "argmax", seed)] = 2 * math.sqrt(d)
             runs[(f"b@d={d}", "multiclass", "argmax", seed)] = 4 * d**0.25
-    table = scaling_table(_curves(runs), datasets, {"d": list(datasets)}, {"m": "two_layer"})
+    table = scaling_table(_curves(runs), datasets, {"d": list(datasets)}, {"m": None})
     row = table[(table.label == "binary") & (table.d == 256)].iloc[0]
     assert row.critical_radius == pytest.approx(32.0)
     assert row.half_sqrt_d == 8.0 and row.sqrt_half_d == pytest.approx(math.sqrt(128))

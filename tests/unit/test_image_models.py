@@ -102,7 +102,7 @@ def test_bad_settings_name_the_key():
         ImageModelConfig(kind="cnn", kernel=4)
     with pytest.raises(ValueError, match="normalize"):
         ImageModelConfig(kind="mlp", normalize="whiten")
-    with pytest.raises(ValueError, match="channels_last is a cnn option"):
+    with pytest.raises(ValueError, match="channels_last is not a setting of model kind 'mlp'"):
         ImageModelConfig(kind="mlp", channels_last=True)
     with pytest.raises(ValueError, match="pooling stages"):
         build_model({"kind": "cnn", "channels": [2, 2, 2, 2]}, BuildContext((1, 8, 8), READOUT2, 0))

@@ -1,6 +1,7 @@
 """Study MARGIN's reported numbers on hand-made tables: separation and monotonicity of the
-smoothed margin, finiteness, the FAB-vs-bounds cross-check, the robust-accuracy curves, and
-the claims computed from a summary."""
+smoothed margin, finiteness, the attack audit (which attack found each minimal distance),
+the certificate check, the robust-accuracy curves, and the claims computed from the
+summary and points tables."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 
 import pandas as pd
 import pytest
+from claims_fixtures import MARGIN_CHECKPOINTS, margin_history, margin_outputs, margin_points
 
 from ibrobust.claims.core import StudyContext
 from ibrobust.claims.margin import claims
@@ -45,19 +47,68 @@ def test_separation_without_fit_and_finiteness():
     assert not mr.all_finite(_history().assign(q_min=[0, 1, 2, math.inf, 4, 5]))
 
 
-def test_cross_check_fractions():
-    pts = pd.DataFrame(
-        {
-            "margin": [1.0, 1.0, 1.0, -1.0],
-            "fab_l2": [1.0, 2.0, 0.5, 0.0],
-            "pgd_l2_upper": [1.5, 1.8, math.nan, 0.0],
-            "certified_l2": [0.5, 0.5, 0.1, 0.0],
-        }
+def _points(rows, checkpoint="a", split="train") -> pd.DataFrame:
+    """Per-point rows (margin, fab_l2, pgd_l2_upper, certified_l2) with ``distance_l2`` the
+    smallest attack distance, as ibrobust.experiments.margin.point_robustness reports it."""
+    df = pd.DataFrame(rows, columns=["margin", "fab_l2", "pgd_l2_upper", "certified_l2"])
+    df["distance_l2"] = df[list(mr.L2_ATTACKS)].min(axis=1, skipna=True)
+    return df.assign(index=range(len(df)), checkpoint=checkpoint, split=split)
+
+
+def test_attack_audit_counts_ties_for_both_attacks():
+    nan = math.nan
+    pts = pd.concat(
+        [
+            _points(
+                [
+                    (1.0, 1.0, 1.0 + 1e-12, 0.5),  # a tie (within rounding): both tightest
+                    (1.0, 2.0, 1.8, 0.5),  # the PGD bound is the distance
+                    (1.0, 1.5, 3.0, 0.5),  # FAB is
+                    (-1.0, 0.1, 0.1, 0.0),  # misclassified: left out
+                    (1.0, 0.7, nan, 0.5),  # outside the bisection sample: left out
+                ]
+            ),
+            _points([(1.0, 0.5, 0.6, 0.1), (1.0, 0.4, 0.4, 0.1)], "final", "test"),
+            _points([(1.0, 0.5, nan, 0.1)], "final", "train"),
+        ]
     )
-    cc = mr.cross_check(pts)
-    assert cc["pairs"] == 2  # the NaN bound and the misclassified point are left out
-    assert cc["fab_below_pgd"] == 0.5 and cc["fab_above_cert"] == 1.0
-    assert cc["fab_over_pgd_max"] == pytest.approx(2.0 / 1.8)
+    audit = mr.attack_audit(pts).set_index(["checkpoint", "split", "attack"])
+    fab, pgd = audit.loc[("a", "train", "fab_l2")], audit.loc[("a", "train", "pgd_l2_upper")]
+    assert fab.points == pgd.points == 3
+    assert fab.tightest == pytest.approx(2 / 3) and pgd.tightest == pytest.approx(2 / 3)
+    # ratios to the distance (the smaller of the two): FAB 1, 2 / 1.8, 1; PGD 1, 1, 2
+    assert (fab.ratio_median, fab.ratio_max) == pytest.approx((1.0, 2.0 / 1.8))
+    assert (pgd.ratio_median, pgd.ratio_max) == pytest.approx((1.0, 2.0))
+    fab, pgd = audit.loc[("final", "test", "fab_l2")], audit.loc[("final", "test", "pgd_l2_upper")]
+    assert (fab.points, fab.tightest, pgd.tightest) == (2, 1.0, 0.5)
+    assert (pgd.ratio_median, pgd.ratio_max) == pytest.approx((1.1, 1.2))
+    # every point's distance is reached by some attack: the shares add up to at least 1
+    by_group = audit[audit.points > 0].groupby(level=[0, 1])["tightest"].sum()
+    assert len(by_group) == 2 and (by_group >= 1).all()
+    empty = audit.loc[("final", "train", "fab_l2")]
+    assert empty.points == 0 and math.isnan(empty.tightest) and math.isnan(empty.ratio_max)
+    md = mr.summary_markdown(pd.DataFrame({"run": ["r"], "name": ["final"]}), {}, audit)
+    assert "## Attack audit: which attack found the minimal l2 distance" in md
+
+
+def test_certificate_check_on_the_smallest_distance():
+    nan = math.nan
+    pts = _points(
+        [
+            (1.0, 2.0, 2.2, 1.0),  # holds, distance / certificate 2
+            (1.0, 1.0, 0.4, 0.5),  # FAB alone would hold; the PGD bound 0.4 < 0.5 does not
+            (1.0, 0.5, nan, 0.5),  # on the certificate: holds (ratio 1)
+            (-1.0, 0.1, 0.1, 0.5),  # misclassified: left out
+            (1.0, 1.0, 1.0, nan),  # no certificate: left out
+            (1.0, nan, nan, 0.5),  # no attack reached it: left out
+        ]
+    )
+    cc = mr.certificate_check(pts)
+    assert (cc["points"], cc["holding"]) == (3, 2)
+    assert cc["frac_holding"] == pytest.approx(2 / 3)
+    assert cc["distance_over_cert_median"] == pytest.approx(1.0)  # of 2, 0.8 and 1
+    none = mr.certificate_check(pts.assign(certified_l2=nan))
+    assert none["points"] == 0 and math.isnan(none["frac_holding"])
 
 
 def test_robust_curves_use_the_distance_and_skip_unattacked_norms():
@@ -74,20 +125,37 @@ def test_robust_curves_use_the_distance_and_skip_unattacked_norms():
     assert c["robust_acc"].tolist() == [0.75, 0.5, 0.25]  # fraction with distance > eps
 
 
-def test_claims_on_a_summary():
-    rows = []
-    for name, epoch, nm, tr in (("model-1", 10, 1e-3, 0.4), ("final", 50, 3e-3, 0.5)):
-        rows.append(dict(run="r", name=name, epoch=epoch, normalized_margin=nm,
-                         train_robust_l2=tr, test_robust_l2=0.3, sep_frac_decreasing=0.02,
-                         cc_fab_below_pgd=0.9, cc_fab_above_cert=1.0, min_log10_loss=-310.0,
-                         all_finite=1.0))  # fmt: skip
-    src = {"summary": pd.DataFrame(rows)}
-    got = {c.id: c.compute(src, StudyContext("margin", {})) for c in claims(StudyContext("m", {}))}
-    assert got["margin.loss_below_1e-300"].values == (-310.0,)
-    assert got["margin.smoothed_monotone"].values == (0.02,)
-    assert got["margin.normalized_grows"].values == (pytest.approx(3.0),)
-    assert got["margin.robust_rises_train"].values == (pytest.approx(0.1),)
-    assert got["margin.robust_rises_test"].values == (0.0,)
-    assert got["margin.fab_between_bounds"].values == (0.9,)
-    bad = {"summary": src["summary"].assign(all_finite=0.0)}
-    assert claims(StudyContext("m", {}))[0].compute(bad, None).values == (0.0,)
+def test_claims_on_the_summary_and_points_of_two_runs():
+    """Every MARGIN claim computes from the two outputs margin_summary.py writes (the
+    verdicts themselves: tests/unit/test_claims.py)."""
+    runs = {}
+    for seed, last in ((0, 6), (1, 8)):
+        hist, cks = margin_history(margin_growth=2.0 + seed)
+        d = {(c, sp): [2.0] * (4 if c == "model-1" else last) + [1.0] * (10 - (4 if c == "model-1" else last))
+             for c, _ in MARGIN_CHECKPOINTS for sp in ("train", "test")}  # fmt: skip
+        runs[f"r{seed}"] = (hist, cks, margin_points(d))
+    summary, points = margin_outputs(runs, {"l2": [0.0, 1.0, 1.5, 2.0], "linf": [0.0, 0.1]})
+    assert {"cert_frac_holding", "train_robust_l2", "test_eps_l2"} <= set(summary.columns)
+    assert not any(c.startswith("cc_") for c in summary.columns)
+    ctx = StudyContext("margin", {"robustness": {"attack_points": 10}})
+    src = {"summary": summary, "points": points}
+    got = {c.id: c.compute({s: src[s] for s in c.sources}, ctx) for c in claims(ctx)}
+    assert set(got) == {
+        "margin.loss_below_1e-300",
+        "margin.smoothed_monotone",
+        "margin.normalized_grows",
+        "margin.robust_rises_train",
+        "margin.robust_rises_test",
+        "margin.certificate",
+    }
+    assert got["margin.loss_below_1e-300"].values == (-310.0, -310.0)
+    assert got["margin.smoothed_monotone"].values == (0.0, 0.0)
+    assert got["margin.normalized_grows"].values == pytest.approx((2.0, 3.0))
+    assert got["margin.robust_rises_train"].values == pytest.approx((0.2, 0.4))
+    assert got["margin.robust_rises_test"].points == 10
+    cert = got["margin.certificate"]
+    assert cert.values == (1.0, 1.0) and cert.ci().n == 80 and cert.unit == "runs"
+    # a run that logged a non-finite value counts as not having reached the loss
+    bad = {"summary": summary.assign(all_finite=[0.0, 0.0, 1.0, 1.0])}
+    m = claims(ctx)[0].compute(bad, ctx)
+    assert m.values == (0.0, -310.0) and "non-finite" in m.note

@@ -19,6 +19,7 @@ from ibrobust.training.network import (
     NetTrainConfig,
     checkpoint_epochs,
     net_train_fields,
+    resolve_device,
     train_network,
 )
 
@@ -36,6 +37,37 @@ class Linear2(nn.Module):
     def forward(self, x):
         s = x @ self.w
         return torch.stack([s, torch.zeros_like(s)], 1)
+
+
+def test_device_auto_is_cuda_only_where_torch_sees_cuda(monkeypatch):
+    """The config key ``device`` (schemas: auto | cpu | cuda) as the network trainer reads it:
+    auto (and None) = CUDA when torch.cuda.is_available(), else the CPU. Only the resolution
+    is patched; no tensor touches a fake CUDA device."""
+    here = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto") == resolve_device(None) == torch.device(here)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == resolve_device(None) == torch.device("cpu")
+    assert resolve_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="config key device: 'cuda'.*is_available"):
+        resolve_device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == resolve_device(None) == torch.device("cuda")
+    assert resolve_device("cuda") == torch.device("cuda")
+    assert resolve_device("cpu") == torch.device("cpu")  # an explicit cpu stays the CPU
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only path")
+def test_auto_device_trains_on_the_cpu_without_cuda():
+    """``device: auto`` (config.yaml's default) on a machine without CUDA: the same step as
+    ``device="cpu"``, and the net ends on the CPU."""
+    x = torch.tensor([[1.0, -2.0]], dtype=torch.float64)
+    y = torch.tensor([1.0], dtype=torch.float64)
+    cfg = NetTrainConfig(algorithm="gd", lr=0.1, max_epochs=1, norm="linf", scale="unit")
+    nets = [Linear2([0.5, 0.25]), Linear2([0.5, 0.25])]
+    for net, device in zip(nets, ("auto", "cpu"), strict=True):
+        train_network(net, x, y, torch.zeros(1, dtype=torch.long), "binary", cfg, 0, device)
+        assert net.w.device.type == "cpu"
+    torch.testing.assert_close(nets[0].w.detach(), nets[1].w.detach())
 
 
 def test_sign_descent_step_by_hand():
@@ -178,8 +210,8 @@ def test_robust_reference_is_constructed_not_trained():
 
 
 def test_unknown_kinds_are_named():
-    with pytest.raises(ValueError, match="unknown model kind 'transformer'"):
-        kinds.load(kinds.MODELS, "transformer", "model")
+    with pytest.raises(ValueError, match=r"'transformer' is not a model kind \(known: \["):
+        kinds.MODELS.load("transformer")
     with pytest.raises(ValueError, match="cannot train a network"):
         net_train_fields({"kind": "steepest", "norm": "l1"})
     with pytest.raises(ValueError, match="max_epochs"):

@@ -106,7 +106,7 @@ def test_trainer_paths():
     assert kinds.trainer(SYN, {"kind": "gd", "norm": "linf", "scale": "unit"}) == "network"
     assert kinds.trainer({"kind": "two_layer"}, sgd) == "network"
     assert kinds.TRAINERS["prelu"] == "ibrobust.training.prelu"
-    assert kinds.MODELS["prelu"] == "ibrobust.models.prelu"
+    assert kinds.MODELS.module_name("prelu") == "ibrobust.models.prelu"
 
 
 def test_train_fields_map_the_loss():

@@ -12,6 +12,7 @@ import torch
 import yaml
 from config_helpers import assert_rejected, bad_cases, merged
 
+from ibrobust.claims.core import StudyContext
 from ibrobust.config import derived_optimizers, load_schema, validate_config
 from ibrobust.experiments import price_nn as P
 from ibrobust.experiments import price_nn_tables as T
@@ -46,10 +47,10 @@ TINY = yaml.safe_load((REPO / "tests/workflow/configs/tiny_price_nn.yaml").read_
              "optimizers.price_fc_sd.lr_schedule", "'adaptive' is not one of ['constant']"),
             ("unknown adversarial key", {"optimizers": {"gd": {"adversarial": {"restarts": 2}}}},
              "optimizers.gd.adversarial.restarts", "unknown key"),
-            ("cnn half trains fc", {"studies": {"price_nn": {"cnn": {"models": ["fc_price"]}}}},
-             "studies.price_nn.cnn.models[0]", "trains cnn"),
+            ("cnn half trains a flat-only net", {"studies": {"price_nn": {"cnn": {"models": ["two_layer_m5"]}}}},
+             "studies.price_nn.cnn.models[0]", "takes ['flat'] inputs"),
             ("sgd base optimizer", {"studies": {"price_nn": {"fc": {"optimizers": ["adam_img"]}}}},
-             "studies.price_nn.fc.optimizers[0]", "needs gd"),
+             "studies.price_nn.fc.optimizers[0]", "full-batch optimizers of network models"),
         ]
     ),
 )  # fmt: skip
@@ -163,12 +164,17 @@ def test_cnn_claim_counts_only_fitted_cells():
     from ibrobust.claims import price_nn as C
 
     cells = pd.DataFrame(
-        [{"arch": "cnn", "metric": C.STRONG, "eps": e, "n": 50, "mean": m, "fitted": f}
-         for e, m, f in [(0.1, 3.0, True), (0.2, -40.0, False), (0.0, 1.0, True)]]
+        [{"arch": "cnn", "metric": C.STRONG, "eps": e, "n": 50, "mean": m, "fitted": f,
+          "per_seed": p}
+         for e, m, f, p in [(0.1, 3.0, True, "+2.00 +4.00"), (0.2, -40.0, False, "-40.00 -40.00"),
+                            (0.0, 1.0, True, "+1.00 +1.00")]]
     )  # fmt: skip
-    assert C.cnn_cells({"summary": cells}, None).values == (3.0,)
+    ctx = StudyContext("price_nn", {"cnn": {"attack_points": 200}})
+    m = C.cnn_cells({"summary": cells}, ctx)  # one value per fitted (cell, seed) at eps > 0
+    assert (m.values, m.unit, m.points) == ((2.0, 4.0), "(cell, seed) pairs", 200)
+    assert m.note == "1 of 2 cells fitted"
     with pytest.raises(C.NotRun, match="fit the training set"):
-        C.cnn_cells({"summary": cells.assign(fitted=False)}, None)
+        C.cnn_cells({"summary": cells.assign(fitted=False)}, ctx)
 
 
 def test_fc_table_and_heatmap_from_their_csv_frames():

@@ -3,7 +3,7 @@ process runs (the parse cache is keyed on the file's version) is seen."""
 
 import os
 
-from ibrobust.provenance import _package_dir, code_hash, module_closure
+from ibrobust.provenance import _package_dir, code_hash, fragment_of, module_closure
 
 
 def test_closure_follows_local_helpers_and_library_modules(tmp_path):
@@ -30,3 +30,21 @@ def test_an_edit_in_the_same_process_changes_closure_and_hash(tmp_path):
     assert len(after_files) > len(before_files)
     assert str(_package_dir() / "norms.py") in {str(p) for p in after_files}
     assert code_hash(script) != before_hash
+
+
+def test_a_module_brings_its_schema_fragment(tmp_path):
+    """A kind's fragment (``c.schema.yaml`` beside a module, ``schema.yaml`` in a package) is
+    hashed with it: its capabilities steer the code (e.g. which training path runs)."""
+    (tmp_path / "kind.py").write_text("X = 1\n")
+    (tmp_path / "kind.schema.yaml").write_text("x-kind: {}\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "schema.yaml").write_text("x-kind: {}\n")
+    assert fragment_of(tmp_path / "pkg" / "__init__.py") == tmp_path / "pkg" / "schema.yaml"
+    assert fragment_of(tmp_path / "pkg" / "other.py") is None
+    script = tmp_path / "job.py"
+    script.write_text("import kind\n")
+    assert tmp_path / "kind.schema.yaml" in module_closure(script)
+    before = code_hash(script)
+    (tmp_path / "kind.schema.yaml").write_text("x-kind: {label: other}\n")
+    assert code_hash(script) != before

@@ -40,7 +40,7 @@ def test_plan_is_the_reference_runs():
     [
         ({"reference": "two_layer_m5"}, "studies.attack_audit.reference", "robust_reference"),
         ({"attacks": ["pgd_ce"]}, "studies.attack_audit.attacks[0]", "no multiclass model"),
-        ({"datasets": ["teacher_w4_x4"]}, "studies.attack_audit.datasets[0]", "clusters"),
+        ({"datasets": ["teacher_w4_x4"]}, "studies.attack_audit.datasets[0]", "no cluster means"),
     ],
 )
 def test_bad_audit_names_the_key(overlay, key, fragment):

@@ -39,7 +39,7 @@ def test_fit_path_returns_epoch_rows(path, model, opt):
     assert kinds.trainer(model, opt) == path
     data = _data()
     net = build_model(model, BuildContext((12,), model_readout(model, "binary", data.sign), 0))
-    trainer = kinds.load(kinds.TRAINERS, path, "training path")
+    trainer = kinds.load_trainer(path)
     seen = []
     fitted = trainer.fit_path(net, data, "binary", opt, 0, on_log=seen.append)
     assert fitted.history == seen and check_history(fitted.history) == seen

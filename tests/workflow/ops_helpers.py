@@ -108,10 +108,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def postgres_server() -> Iterator[str]:
+def postgres_server(password: str | None = None) -> Iterator[str]:
     """A throwaway PostgreSQL server on 127.0.0.1 (initdb in a temp dir, pg_ctl on a free
     port; as the ``postgres`` user when we are root) with database ``mlflow``; yields its
-    SQLAlchemy URI and stops and removes it afterwards. Skips if PostgreSQL is absent."""
+    SQLAlchemy URI and stops and removes it afterwards. Skips if PostgreSQL is absent.
+
+    Without ``password`` it trusts every TCP connection (the URI's ``secret`` is not
+    checked); with one, TCP connections must give it (scram-sha-256), so a URI with any
+    other password, or none, is refused."""
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if not (initdb and pg_ctl):
         pytest.skip(
@@ -138,25 +142,27 @@ def postgres_server() -> Iterator[str]:
         if res.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{res.stdout}\n{res.stderr}")
 
+    auth = ["-A", "trust"]
+    if password:  # the superuser's password from a file (never on a command line)
+        pwfile = root / "pw"
+        pwfile.write_text(password + "\n")
+        if prefix:
+            shutil.chown(pwfile, "postgres", "postgres")
+        auth = ["--auth-local", "trust", "--auth-host", "scram-sha-256", "--pwfile", str(pwfile)]
     try:
         run("mkdir", "-p", str(sock))
-        run(initdb, "-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8")
+        run(initdb, "-D", str(data), "-U", "postgres", *auth, "--no-sync", "-E", "UTF8")
+        if password:
+            pwfile.unlink()
         opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off"
         run(pg_ctl, "-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", "60", "start")
         psql = _pg_bin("psql")
         assert psql, "psql not found next to pg_ctl"
+        # over the Unix socket (trusted): no password needed to create the database
         run(
-            psql,
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "-U",
-            "postgres",
-            "-c",
-            "CREATE DATABASE mlflow",
+            psql, "-h", str(sock), "-p", str(port), "-U", "postgres", "-c", "CREATE DATABASE mlflow"
         )
-        yield f"postgresql://postgres:secret@127.0.0.1:{port}/mlflow"
+        yield f"postgresql://postgres:{password or 'secret'}@127.0.0.1:{port}/mlflow"
     finally:
         subprocess.run(
             [*prefix, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
@@ -234,6 +240,20 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.3):
         if time.monotonic() - t0 > timeout:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
+
+
+def processes_of(work: Path) -> list[str]:
+    """Live processes whose command line names ``work`` (snakemake and its jobs)."""
+    out = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(work) in args and state != "Z":
+            out.append(f"{cmdline.parent.name}: {args[:200]}")
+    return out
 
 
 # ---- the HTML report -----------------------------------------------------------------

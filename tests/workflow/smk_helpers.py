@@ -304,6 +304,30 @@ def fake_images(path: Path, n_train: int = 300, n_test: int = 100, seed: int = 0
     np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
 
 
+def idx_bytes(a: np.ndarray) -> bytes:
+    """An IDX file of the uint8 array ``a``: magic 00 00 08 ndim, big-endian sizes, items."""
+    head = bytes([0, 0, 0x08, a.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in a.shape)
+    return head + a.astype(np.uint8).tobytes()
+
+
+def fake_mnist(root: Path, per_class: tuple[int, int] = (40, 10), seed: int = 0) -> Path:
+    """The four uncompressed IDX files torchvision's MNIST reads, under ``root/MNIST/raw``:
+    ``per_class`` = (train, test) images of each digit, 28 x 28 like MNIST, shuffled (no
+    class-sorted prefix). Digit c lights rows 2c + 4 and 2c + 5 (columns 4-23) on dim noise,
+    so every digit, parity and pair is learnable in a few steps. Returns ``root``."""
+    rng = np.random.default_rng(seed)
+    raw = root / "MNIST" / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    for prefix, m in (("train", per_class[0]), ("t10k", per_class[1])):
+        y = rng.permutation(np.repeat(np.arange(10), m)).astype(np.uint8)  # (N,)
+        x = rng.integers(0, 60, size=(len(y), 28, 28), dtype=np.uint8)  # (N, 28, 28)
+        for i, c in enumerate(y):
+            x[i, 2 * c + 4 : 2 * c + 6, 4:24] = 230
+        (raw / f"{prefix}-images-idx3-ubyte").write_bytes(idx_bytes(x))
+        (raw / f"{prefix}-labels-idx1-ubyte").write_bytes(idx_bytes(y))
+    return root
+
+
 def run_on_fake_images(
     tmp_path_factory, configfile: Path, *args: str, label: str
 ) -> tuple[Path, Path, Plan, Run]:

@@ -1,13 +1,15 @@
-"""The claims ledger on the tiny run: the default target builds it from Study FA's
-summaries, and it reruns alone when a claim declaration changes."""
+"""The claims ledger on the tiny run: the default target builds it (tables, HTML and figure)
+from Study FA's outputs, every verdict on an interval, and it reruns alone when a claim
+declaration changes."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-import pandas as pd
 import pytest
 from smk_helpers import base_env, parse_dry_run, snakemake
+
+from ibrobust.claims.ledger import RULE_BOUNDS, read_ledger
 
 pytestmark = pytest.mark.workflow
 
@@ -17,7 +19,7 @@ def test_ledger_builds_from_the_summaries_and_reruns_alone_on_a_claim_edit(state
     env = base_env(PYTHONPATH=str(repo_copy.parent / "src"))
     snakefile = repo_copy
 
-    ledger = pd.read_csv(state_copy / "results" / "claims" / "claims.csv")
+    ledger = read_ledger(state_copy / "results" / "claims" / "claims.csv")
     fa = ledger[ledger.study == "fa"].set_index("id")
     # the tiny study has every FA output the ledger reads, the margin-gradient view included
     ran = fa[fa.verdict != "not run"]
@@ -29,6 +31,25 @@ def test_ledger_builds_from_the_summaries_and_reruns_alone_on_a_claim_edit(state
         "fa.gradient_per_margin",
     } <= set(ran.index)
     assert (ran.n > 0).all() and ran.ours_mean.notna().all()
+    # every verdict stands on an interval: its ends around our mean and how it was computed,
+    # or, for a single unit, none (inconclusive, saying so); the rule's regions as numbers
+    assert {"ci_lo", "ci_hi", "ci_method", "points", *RULE_BOUNDS} <= set(ledger.columns)
+    assert set(ran.verdict) <= {"holds", "holds weaker", "inconclusive", "does not hold"}
+    has = ran.ci_method != ""
+    assert ((ran.ci_lo <= ran.ours_mean + 1e-12) & (ran.ours_mean <= ran.ci_hi + 1e-12))[has].all()
+    single = ran[~has]
+    assert (single.verdict == "inconclusive").all() and single.reason.str.contains(
+        "no interval"
+    ).all()
+    assert (ran.weak_lo <= ran.strong_lo).all() and (ran.strong_hi <= ran.weak_hi).all()
+    # tiny.yaml: 2 seeds, 40 attacked points each
+    radius = fa.loc["fa.binary_radius"]
+    assert (radius.n, radius.unit, radius.points) == (2, "seeds", 40)
+    assert radius.ci_method in ("t over seeds", "t over seeds, censored above")
+    out = state_copy / "results" / "claims"
+    assert (out / "claims.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "claims.pdf").read_bytes()[:5] == b"%PDF-"
+    assert "[" in (out / "claims.html").read_text()  # intervals in the HTML page
     # one k-class row per readout of the study
     assert set(fa.loc["fa.kclass_over_binary", "setting"].str.rsplit(" ", n=1).str[-1]) == {
         "sum",

@@ -11,10 +11,9 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
-from ops_helpers import record, wait_until
+from ops_helpers import processes_of, record, wait_until
 from smk_helpers import TINY, base_env, finished_rules, snakemake, snakemake_args, write_yaml
 
 pytestmark = pytest.mark.workflow
@@ -24,20 +23,6 @@ LOG = "results/logs/train/fa/tiny_clusters/two_layer_m2/gd_tiny/binary/seed{}.lo
 SEEDS = (0, 1)
 TARGETS = [f"{RUN.format(s)}/model.pt" for s in SEEDS]
 ORPHAN_GRACE = 10.0  # s: the issue's bound for the dead invocation's jobs to be gone
-
-
-def processes_of(work: Path) -> list[str]:
-    """Live processes whose command line names ``work`` (snakemake and its jobs)."""
-    out = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if str(work) in args and state != "Z":
-            out.append(f"{cmdline.parent.name}: {args[:200]}")
-    return out
 
 
 def test_killed_snakemake_is_cleaned_up_by_a_plain_rerun(tmp_path):

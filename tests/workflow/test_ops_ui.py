@@ -1,18 +1,35 @@
 """The MLflow UI in a real browser (Debian's headless Chromium, driven by Playwright with
 the system browser): a tracking server on the tiny run's store opens the README's URL on
 the runs table (the experiment is tagged for MLflow 3's "Model training" view), shows the
-runs of every rule, a training run's params and metrics, and a figure artifact.
-Screenshots go to $IBROBUST_TEST_ARTIFACTS/ui (default tests/artifacts/ui)."""
+runs of every rule, a training run's params and metrics, and a figure artifact; and the
+command and URL a two-study invocation prints at its end open its parent run, named
+after both studies, with its jobs listed. Screenshots go to $IBROBUST_TEST_ARTIFACTS/ui
+(default tests/artifacts/ui)."""
 
 from __future__ import annotations
 
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
 import pytest
-from ops_helpers import CHROMIUM_FLAGS, artifacts_dir, require_chromium, tracking_server
-from smk_helpers import EXPECTED_JOBS
+from ops_helpers import (
+    CHROMIUM_FLAGS,
+    _server,
+    artifacts_dir,
+    free_port,
+    record,
+    require_chromium,
+    tracking_server,
+    wait_until,
+)
+from smk_helpers import EXPECTED_JOBS, TINY, base_env, finished_rules, snakemake
 
 pytestmark = pytest.mark.workflow
 
 TIMEOUT_MS = 90_000  # a cold single-page app on a busy 2-core machine
+SLOW_MS = 600_000  # ... on one loaded far beyond its cores (a load of 25-35 was seen)
 
 
 def test_mlflow_ui_shows_study_runs_params_metrics_and_figures(state_copy, tmp_path):
@@ -120,6 +137,109 @@ def test_mlflow_ui_shows_study_runs_params_metrics_and_figures(state_copy, tmp_p
     ):
         png = (shots / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000, name
+
+
+TINY_PRICE = Path(__file__).resolve().parent / "configs" / "tiny_price.yaml"
+# a reproduce-like invocation over two studies: one result of each (5 jobs); the config's
+# only_studies (tiny_price.yaml: price_linear) is not what runs
+TWO_STUDIES = [
+    "results/fa/tiny_clusters/two_layer_m2/gd_tiny/binary/seed0/model.pt",
+    "results/price_linear/tiny_w2_x16/lin_gd/n8/metrics.csv",
+]
+COMMAND = re.compile(r"^ibrobust: MLflow: open the store with: (.+)$", re.M)
+RUN_URL = re.compile(r"^ibrobust: MLflow: this invocation's parent run: (\S+)$", re.M)
+
+
+def test_the_printed_url_opens_the_parent_run_named_after_both_studies(tmp_path):
+    chromium = require_chromium()
+    from mlflow.tracking import MlflowClient
+    from playwright.sync_api import sync_playwright
+
+    work = tmp_path / "work"
+    work.mkdir()
+    configs = (TINY, TINY_PRICE)
+    run = snakemake(work, "--cores", "2", *TWO_STUDIES, configfiles=configs, timeout=1200).check()
+    assert sum(finished_rules(run).values()) == 5, run.describe()
+    (command,), (url,) = COMMAND.findall(run.stderr), RUN_URL.findall(run.stderr)
+    db = work / "results/mlflow/mlflow.db"
+    assert command == f"mlflow ui --backend-store-uri sqlite:///{db} --workers 1"
+    client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+    exp = client.get_experiment_by_name("ibrobust")
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"  # not GenAI
+    runs = client.search_runs([exp.experiment_id])
+    (parent,) = [r for r in runs if r.data.tags["ibrobust.kind"] == "workflow"]
+    children = [r for r in runs if r.data.tags["ibrobust.kind"] == "job"]
+    run_page = f"#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}"
+    assert url == f"http://127.0.0.1:5000/{run_page}?workflowType=machine_learning"
+    name = parent.info.run_name
+    assert re.fullmatch(r"workflow fa\+price_linear \(2 files\) \S+ \S+", name), name
+    assert (
+        parent.data.params["studies"] == parent.data.tags["ibrobust.studies"] == "fa,price_linear"
+    )
+    assert parent.data.params["targets"] == ",".join(sorted(TWO_STUDIES))
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent.info.run_id}
+
+    # the printed command, as printed, on a free port instead of 5000 (a later --port wins)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = base_env(MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")  # no GenAI job runner
+    with (tmp_path / "mlflow_ui.log").open("w") as log:
+        proc = subprocess.Popen(
+            [*shlex.split(command), "--port", str(port)],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    shots = artifacts_dir("ui")
+    try:
+        wait_until(lambda: _server.healthy(base) or proc.poll() is not None, 600, "mlflow ui")
+        assert proc.poll() is None, (tmp_path / "mlflow_ui.log").read_text()[-3000:]
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path=chromium, headless=True, args=CHROMIUM_FLAGS
+            )
+            page = browser.new_page(viewport={"width": 1600, "height": 1100})
+            page.set_default_timeout(SLOW_MS)
+            page.set_default_navigation_timeout(SLOW_MS)
+            page.goto(url.replace("http://127.0.0.1:5000", base))
+            page.get_by_text(name).first.wait_for()
+            page.get_by_text("Child runs").first.wait_for()
+            more = page.locator(
+                '[data-component-id="mlflow.run_details.overview.child_runs.load_more_button"]'
+            )
+            while more.count():  # 10 children a page
+                more.first.click()
+                page.wait_for_timeout(1000)
+            for child in children:  # each job a link to its own run
+                link = page.get_by_role("link", name=child.info.run_name, exact=True).first
+                link.wait_for()
+                assert link.get_attribute("href").endswith(f"/runs/{child.info.run_id}")
+            _close_assistant(page)
+            page.wait_for_timeout(1500)
+            page.screenshot(path=shots / "4_parent_run_from_printed_url.png", full_page=True)
+            text = page.inner_text("body")
+            assert name in text and "fa+price_linear" in text
+            # the Model training view (its sidebar), not GenAI's (Evaluation runs, ...)
+            assert "Model registry" in text and "Evaluation runs" not in text
+            # the experiment's runs table from there: the parent run with its jobs
+            page.goto(
+                f"{base}/#/experiments/{exp.experiment_id}/runs?workflowType=machine_learning"
+            )
+            page.get_by_text(name).first.wait_for()
+            _close_assistant(page)
+            page.locator('button[data-component-id*="runnamecellrenderer"]').first.click()
+            page.get_by_text(" @price_linear").first.wait_for()
+            _widen_run_names(page, 420)
+            page.wait_for_timeout(1500)
+            page.screenshot(path=shots / "5_two_study_runs_table.png")
+            browser.close()
+    finally:
+        _server._kill_group(proc.pid, 10, reap=proc.poll)
+    for png in ("4_parent_run_from_printed_url.png", "5_two_study_runs_table.png"):
+        assert (shots / png).stat().st_size > 10_000, png
+    record(f"printed URL {url} -> parent run {name!r} with {len(children)} child runs")
 
 
 def _close_assistant(page) -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from smk_helpers import EXPECTED_JOBS, READOUTS, TINY, parse_dry_run, snakemake, write_yaml
+from smk_helpers import (
+    EXPECTED_JOBS,
+    READOUTS,
+    REPO,
+    TINY,
+    parse_dry_run,
+    snakemake,
+    write_yaml,
+)
 
 pytestmark = pytest.mark.workflow
 
@@ -139,8 +147,14 @@ MALFORMED = [
     (
         "dataset-without-kind",
         {"datasets": {"nokind": {"d": 10, "k": 2}}},
-        "datasets.nokind",
+        "datasets.nokind.kind",
         "'kind' is a required property",
+    ),
+    (
+        "unknown-model-kind",
+        {"models": {"two_layer_m2": {"kind": "tanh_mlp"}}},
+        "models.two_layer_m2.kind",
+        "'tanh_mlp' is not a model kind (known: [",
     ),
     ("threads-zero", {"threads": 0}, "threads", "minimum"),
     (
@@ -193,6 +207,34 @@ def test_malformed_config_rejected(tmp_path, overlay, key, fragment):
     # rejected while parsing, before the DAG is built or anything is written
     assert "Building DAG" not in run.output and "Job stats" not in run.output, run.describe()
     assert not (work / "results").exists()
+
+
+# config.yaml has a study of every kind; these kinds' rules all write
+# results/{study}/figures/summary.csv (price_nn: its one figures job)
+SUMMARY_RULES = {
+    "fa": "fa_summary_table",
+    "fa_images": "images_summary_table",
+    "price_linear": "price_summary_table",
+    "prelu": "prelu_summary_table",
+    "margin": "margin_summary",
+    "attack_audit": "attack_audit_table",
+    "price_nn": "price_nn_figures",
+}
+
+
+def test_each_kind_rule_matches_its_own_studies_only(tmp_path):
+    """Each study's summary is planned by its own kind's rule. No rule of a kind's rules file
+    states a study constraint: the Snakefile applies ``study_constraint(kind)`` to every rule
+    of the file (a rule that forgot its own used to match every network study, and a
+    summary target of another kind was ambiguous)."""
+    targets = [f"results/{s}/figures/summary.csv" for s in SUMMARY_RULES]
+    off = write_yaml(tmp_path / "off.yaml", {"mlflow": {"enabled": False}})
+    run = snakemake(tmp_path, "-n", *targets, configfiles=(REPO / "config.yaml", off))
+    plan = parse_dry_run(run)
+    for study, rule in SUMMARY_RULES.items():
+        assert [j.wildcards["study"] for j in plan.of(rule)] == [study], (rule, run.stdout)
+    for rules in (REPO / "rules").glob("*.smk"):
+        assert "study=" not in rules.read_text().replace("study=study_constraint(", ""), rules
 
 
 def test_n_train_above_d_rejected_before_scheduling(tmp_path):

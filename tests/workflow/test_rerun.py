@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 from collections import Counter
 
+import pandas as pd
 import pytest
 from smk_helpers import (
     FIGURE_RULES,
@@ -202,18 +203,42 @@ LIBRARY_EDITS = {
         claims=1,
         all=1,
     ),
+    # the hand-built reference's kind (ibrobust.kinds.MODELS): its 4 train jobs (main 2 seeds +
+    # the 2 scaling variants) and 5 attack jobs (main 2 + scaling 3), then what reads them;
+    # not the trained nets' jobs (their attack jobs load the reference's module no more)
+    "models/robust_reference.py": Counter(
+        train=4,
+        attack=5,
+        fa_robust_figure=1,
+        fa_scaling_figure=1,
+        fa_margin_gradient=1,
+        fa_summary_table=1,
+        claims=1,
+        all=1,
+    ),
 }
 DIRECT = {
     "plotting/fa.py": FIGURE_RULES[:4],
     "attacks/pgd.py": ["attack", "attack_readouts_fa"],
     "training/full_batch.py": ["train"],
+    # (its attack jobs' code changes too; their reason names the rerun model first)
+    "models/robust_reference.py": ["train"],
 }
 # modules of other kinds (ibrobust.kinds): loaded on demand, so the tiny Study FA (clusters,
 # two-layer nets, Gram-space GD) does not depend on them and nothing reruns
 OTHER_KINDS = [
     "data/images.py",
+    "data/teacher.py",
     "models/image.py",
+    "models/cnn.py",
+    "models/mlp.py",
+    "models/resnet18.py",
     "training/network.py",
+    # the optimizer kinds (gd: the two-layer nets train on the gram_gd path, which reads the
+    # entry itself; the claims ledger reads the linear kinds' algorithms)
+    "optimizers/gd.py",
+    "optimizers/adam.py",
+    "optimizers/steepest.py",
     # Study PRELU's model, training path, analysis, glue and figures
     "models/prelu.py",
     "training/prelu.py",
@@ -263,6 +288,74 @@ def test_other_kinds_modules_rerun_nothing(state_copy, repo_copy, module):
     assert plan.nothing_to_do or set(plan.stats) == {"claims", "all"}, plan.stats
     if not plan.nothing_to_do:
         assert plan.of("claims")[0].reason.startswith("Params have changed"), plan.of("claims")
+
+
+def test_a_kind_fragment_is_hashed_with_its_module(state_copy, repo_copy):
+    """The schema fragment beside a kind's module is part of the kind: editing it reruns
+    exactly what editing the module reruns (here the two-layer nets and the reference,
+    whose module imports theirs)."""
+    env = base_env(PYTHONPATH=str(repo_copy.parent / "src"))
+    models = repo_copy.parent / "src" / "ibrobust" / "models"
+
+    def edited(name):
+        path = models / name
+        before = path.read_text()
+        path.write_text(before + "\n# edited by tests/workflow\n")
+        try:
+            return parse_dry_run(snakemake(state_copy, "-n", snakefile=repo_copy, env=env)).stats
+        finally:
+            path.write_text(before)
+
+    module, fragment = edited("two_layer.py"), edited("two_layer.schema.yaml")
+    assert fragment == module and module["train"] == 12, (fragment, module)
+
+
+def test_ledger_level_reruns_only_the_ledger(state_copy, tmp_path):
+    """The interval level (config ``ledger.level``) decides every verdict but no study output:
+    given on the command line, it plans the claims job alone; run, the ledger's intervals are
+    the 90 % ones and nothing else reran."""
+    level = ("--config", "ledger={level: 0.9}")
+    plan = parse_dry_run(snakemake(state_copy, "-n", *level))
+    assert plan.stats == Counter({**LEDGER, "all": 1})
+    assert plan.of("claims")[0].reason.startswith("Params have changed"), plan.of("claims")
+    out = state_copy / "results" / "claims"
+    ledger = out / "claims.csv"
+    before = pd.read_csv(ledger)
+    names = ("claims.csv", "claims.md", "claims.html", "claims.png", "claims.pdf")
+    mtimes = {name: (out / name).stat().st_mtime_ns for name in names}
+    off = write_yaml(tmp_path / "off.yaml", {"mlflow": {"enabled": False}})
+    run = snakemake(
+        state_copy, "--cores", "1", "claims", *level, configfiles=(TINY, off), timeout=600
+    ).check()
+    assert finished_rules(run) == Counter(claims=1)
+    assert all((out / name).stat().st_mtime_ns > t for name, t in mtimes.items()), mtimes
+    after = pd.read_csv(ledger)
+    ran = after[after.verdict != "not run"]
+    assert len(ran) and ran.rule.str.startswith("holds: the 90 % interval of").all()
+    assert (ran.ours_mean.to_numpy() == before.loc[ran.index].ours_mean.to_numpy()).all()
+    # two seeds: t(1 df) at 90 % is 6.31, at 95 % 12.71: every two-seed interval halves
+    two = ran.ci_method.eq("t over seeds") & ran.n.eq(2) & (ran.ci_hi > ran.ci_lo)
+    assert two.any()
+    ratio = (ran.ci_hi - ran.ci_lo)[two] / (before.ci_hi - before.ci_lo)[two.index[two]]
+    assert ratio.to_numpy() == pytest.approx(6.313751514675 / 12.706204736175)
+    assert "Ours = mean [90 % interval]" in (out / "claims.md").read_text()
+
+
+@pytest.mark.parametrize("module", ["claims/intervals.py", "plotting/claims.py"])
+def test_interval_or_figure_code_edit_reruns_only_the_ledger(state_copy, repo_copy, module):
+    """How intervals are computed (ibrobust.claims.intervals) and how the ledger is drawn
+    reach no study job: an edit of either plans the claims job alone."""
+    env = base_env(PYTHONPATH=str(repo_copy.parent / "src"))
+
+    def plan():
+        return parse_dry_run(snakemake(state_copy, "-n", snakefile=repo_copy, env=env))
+
+    assert plan().nothing_to_do
+    path = repo_copy.parent / "src" / "ibrobust" / module
+    path.write_text(path.read_text() + "\n# edited by tests/workflow\n")
+    after = plan()
+    assert after.stats == Counter({**LEDGER, "all": 1})
+    assert after.of("claims")[0].reason.startswith("Params have changed"), after.of("claims")
 
 
 def test_jobs_import_the_library_copy(state_copy, repo_copy, tmp_path):

@@ -1,9 +1,13 @@
 """MLflow switches (tracking off, MLFLOW_TRACKING_URI overriding the config) and secrets:
 a password planted in the config never reaches the store (SQLite, and PostgreSQL behind
-the run's tracking server), its artifacts or its logs."""
+the run's tracking server), its artifacts or its logs; a store password given the
+documented way (IBROBUST_BACKEND_STORE_URI) is in no file under the run directory, and
+one given with --config is warned about."""
 
 from __future__ import annotations
 
+import re
+import secrets
 from collections import Counter
 from contextlib import nullcontext
 
@@ -60,8 +64,11 @@ def test_tracking_uri_env_overrides_config(tmp_path):
     assert child.info.run_name == "dataset seed0/tiny_clusters @shared"
     assert len(child.data.tags["ibrobust.run_key"]) == 20
     # the config is one masked artifact, not hundreds of params
+    # the parent run names what ran: one dataset job, of no study, for one file target
+    assert parent.info.run_name.startswith("workflow - (1 file) ")
     assert parent.data.params == {
-        "studies": "fa",
+        "studies": "",
+        "targets": DATA,
         "config_hash": parent.data.tags["ibrobust.config_hash"],
         "experiment": "ibrobust",
     }
@@ -135,6 +142,60 @@ def test_a_planted_password_never_reaches_the_store(store, tmp_path):
         text = config_yaml.read_text()
         assert "password=***" in text and ":***@" in text
     record(f"planted password, {store}: 0 occurrences in the store, artifacts and logs")
+
+
+WARNING = "ibrobust: WARNING: a password given with --config is kept in clear"
+
+
+@pytest.mark.parametrize("way", ["environment", "--config"])
+def test_a_store_password_through_the_environment_or_config(way, tmp_path):
+    """The run's tracking server on a PostgreSQL store that checks its password (a URI
+    without it is refused). environment (docs/operations.md, "Secrets"): the password is
+    in no file under the run directory (.snakemake/ included), not in the run's output
+    nor in the store, and the end-of-run command names the variable instead. --config:
+    one warning naming the variable, and the password lands where it says, in Snakemake's
+    log, and nowhere else under the run directory (so the search would find it)."""
+    pytest.importorskip("psycopg2", reason='psycopg2 missing: pip install -e ".[cluster]"')
+    from mlflow.tracking import MlflowClient
+
+    work = tmp_path / "work"
+    work.mkdir()
+    password = f"Pl4nted-{secrets.token_hex(8)}"
+    with postgres_server(password=password) as pg_uri:
+        if way == "environment":
+            env = base_env(IBROBUST_BACKEND_STORE_URI=pg_uri)
+            server = "{server: {start: true}}"
+        else:
+            env = base_env()
+            server = f'{{server: {{start: true, backend_store_uri: "{pg_uri}"}}}}'
+        run = snakemake(
+            work, "--cores", "1", DATA, "--config", f"mlflow={server}", env=env, timeout=600
+        ).check()
+        assert finished_rules(run) == Counter(dataset=1)
+        store = MlflowClient(tracking_uri=pg_uri)  # the runs went to PostgreSQL
+        runs = store.search_runs([store.get_experiment_by_name("ibrobust").experiment_id])
+        assert Counter(r.data.tags["ibrobust.kind"] for r in runs) == {"workflow": 1, "job": 1}
+        assert _count_in_database(pg_uri, password) == {}
+    (smk_log,) = (work / ".snakemake" / "log").glob("*.snakemake.log")
+    assert f"--config mlflow={server}" in smk_log.read_text()  # the command line is kept
+    found = _count_in_files(work, password)
+    (command,) = re.findall(r"ibrobust: MLflow: open the store with: (.*)", run.output)
+    warnings = [line for line in run.output.splitlines() if line.startswith(WARNING)]
+    if way == "environment":
+        assert found == {} and password not in run.output
+        assert warnings == []
+        assert command.startswith('mlflow ui --backend-store-uri "$IBROBUST_BACKEND_STORE_URI"')
+    else:
+        assert list(found) == [str(smk_log)], found
+        (warning,) = warnings
+        assert "instead of --config mlflow.server.backend_store_uri, set the environment " in (
+            warning.lower()
+        )
+        assert "variable IBROBUST_BACKEND_STORE_URI" in warning
+        assert ".snakemake/log/" in warning
+        assert "postgresql://postgres:***@127.0.0.1" in command and password not in command
+    record(f"store password via {way}: files holding it {sorted(found) or 'none'}")
+    print("\n".join([*warnings, command]))
 
 
 def test_an_unreachable_tracking_server_stops_the_run_before_any_job(tmp_path):

@@ -9,6 +9,10 @@ MLflow only receives data, no rule reads it back).
 * ``workflow``  - :class:`WorkflowTracking`, the object the Snakefile holds (parent run,
   collector, server; ``start`` in ``onstart``, ``end`` in ``onsuccess``/``onerror``);
 * ``uri``       - tracking URIs and the fast reachability probe;
+* ``secrets``   - store URIs from the environment (IBROBUST_BACKEND_STORE_URI), and the
+  warning for a password given with ``--config``;
+* ``invocation``- what one ``snakemake`` runs (targets, studies): the parent run's name;
+* ``ui``        - the end-of-run lines: the command that serves the store, the run's URL;
 * ``replay``    - ``python workflow_scripts/_tracking/replay.py``: spooled runs -> store;
 * the tracking server itself is ``_server`` (workflow_scripts/_server.py).
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 from .client import JobRun
 from .collector import Collector, start_collector
+from .invocation import Invocation
 from .masking import mask_secrets, mask_value
 from .protocol import (
     ENV_COLLECTOR,
@@ -35,10 +40,12 @@ from .protocol import (
     mlflow_key,
     run_key,
 )
+from .secrets import ENV_BACKEND_STORE, backend_store, command_line_warning
 from .uri import TrackingUnreachable, probe, resolve_tracking_uri
-from .workflow import WorkflowTracking, server_settings, workflow_run_name
+from .workflow import WorkflowTracking, server_settings
 
 __all__ = [
+    "ENV_BACKEND_STORE",
     "ENV_COLLECTOR",
     "ENV_COMMIT",
     "ENV_CONFIG_HASH",
@@ -51,9 +58,12 @@ __all__ = [
     "MAX_PARAM_LEN",
     "RUN_KEY_TAG",
     "Collector",
+    "Invocation",
     "JobRun",
     "TrackingUnreachable",
     "WorkflowTracking",
+    "backend_store",
+    "command_line_warning",
     "mask_secrets",
     "mask_value",
     "mlflow_key",
@@ -62,5 +72,4 @@ __all__ = [
     "run_key",
     "server_settings",
     "start_collector",
-    "workflow_run_name",
 ]

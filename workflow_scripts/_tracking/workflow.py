@@ -1,16 +1,19 @@
 """The workflow side: :class:`WorkflowTracking`, the object the Snakefile holds.
 
 ``start`` (``onstart``) resolves the tracking URI (MLFLOW_TRACKING_URI wins over the
-config; with ``mlflow.server.start`` it starts a tracking server for the run, see
+config; with ``mlflow.server.start`` it starts a tracking server for the run on the
+backend store IBROBUST_BACKEND_STORE_URI or the config names, see ``secrets`` and
 ``_server``), probes a remote one (a few seconds, one line if it is down), creates the
 store and experiment once - before any job starts, so parallel jobs never race to create
-a fresh SQLite store - opens the parent run (the config as a masked ``config.yaml``
-artifact, a few params), starts the collector and exports what jobs need through
-IBROBUST_* environment variables (inherited by local and SLURM jobs alike).
+a fresh SQLite store - opens the parent run (named after what the invocation runs, see
+``invocation``; the config as a masked ``config.yaml`` artifact, a few params), starts
+the collector and exports what jobs need through IBROBUST_* environment variables
+(inherited by local and SLURM jobs alike).
 
 ``end`` (``onsuccess``/``onerror``) stops the collector, closes the parent run within a
-bounded time (else spools the closing, for the replay) and stops the server, if the run
-started one.
+bounded time (else spools the closing, for the replay), stops the server, if the run
+started one, and prints the command that serves the store and the URL of the parent run
+(``ui``).
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ import os
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
-from . import protocol
+from . import protocol, ui
 from .collector import Collector, start_collector
+from .invocation import Invocation
 from .masking import mask_secrets, mask_value
 from .protocol import (
     ENV_COLLECTOR,
@@ -35,7 +38,9 @@ from .protocol import (
     ENV_PARENT,
     ENV_SPOOL,
     ENV_URI,
+    MAX_PARAM_LEN,
 )
+from .secrets import StoreURI, take_backend_store
 from .uri import artifact_location, probe, resolve_tracking_uri
 from .writer import log_params, retry
 
@@ -45,25 +50,22 @@ END_TIMEOUT = 20.0  # s the end-of-run handler waits for the store
 HTTP_CLIENT_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 
 
-def server_settings(ml: dict, log_file: str):
-    """``_server.ServerSettings`` from the config's ``mlflow`` block ("" = the local store)."""
+def server_settings(ml: dict, log_file: str, store: StoreURI):
+    """``_server.ServerSettings`` from the config's ``mlflow`` block and the backend store
+    (``secrets.backend_store``)."""
     from _server import ServerSettings
 
     srv = ml["server"]
     return ServerSettings(
         host=srv["host"],
         port=int(srv["port"]),
-        backend_store_uri=srv["backend_store_uri"] or ml["tracking_uri"],
+        backend_store_uri=store.uri,
+        backend_key=store.source,
         artifacts_destination=srv["artifacts_destination"] or ml["artifact_root"],
         workers=int(srv["workers"]),
         startup_timeout=float(srv["startup_timeout"]),
         log_file=log_file,
     )
-
-
-def workflow_run_name(studies: list[str]) -> str:
-    """``workflow fa+price_linear 2026-01-31 12:00:00``: which studies, and when."""
-    return f"workflow {'+'.join(studies) or '-'} {time.strftime('%Y-%m-%d %H:%M:%S')}"
 
 
 def delete_empty_default_experiment(client) -> None:
@@ -90,17 +92,25 @@ class WorkflowTracking:
         self.config_hash = config_hash
         self.basedir = basedir
         self.uri: str | None = None
+        self.experiment_id: str | None = None
         self.parent_run_id: str | None = None
         self.collector: Collector | None = None
+        self.invocation = Invocation()
         self._server = None
+        self._store: StoreURI | None = None  # what `mlflow ui` serves afterwards (None: a server)
+        self._artifacts: str | None = None  # ... and the artifacts of the run's own server
 
     @property
     def settings(self) -> dict:
         return self.config["mlflow"]
 
-    def start(self) -> None:
+    def start(self, invocation: Invocation | None = None) -> None:
+        """``invocation``: what this ``snakemake`` runs (:meth:`Invocation.of` its workflow);
+        it names the parent run."""
         from ibrobust.provenance import git_commit
 
+        self.invocation = invocation or Invocation()
+        backend = take_backend_store(self.settings)  # out of the jobs' environment
         os.environ[ENV_CONFIG_HASH] = self.config_hash
         os.environ[ENV_COMMIT] = git_commit(self.basedir)
         if not self.settings["enabled"]:
@@ -108,11 +118,11 @@ class WorkflowTracking:
             return
         for key, value in HTTP_CLIENT_DEFAULTS.items():
             os.environ.setdefault(key, value)
-        self.uri = self._tracking_uri()
+        self.uri = self._tracking_uri(backend)
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=self.uri)  # creating it creates/migrates the store
-        exp_id = self._experiment(client)
+        exp_id = self.experiment_id = self._experiment(client)
         self.parent_run_id = self._parent_run(client, exp_id)
         os.environ.update(
             {
@@ -127,14 +137,27 @@ class WorkflowTracking:
         if self.collector is not None:
             os.environ[ENV_COLLECTOR] = self.collector.address
 
-    def _tracking_uri(self) -> str:
+    def _tracking_uri(self, backend: StoreURI) -> str:
         ml = self.settings
-        if ml["server"]["start"] and not os.environ.get("MLFLOW_TRACKING_URI"):
+        from_env = os.environ.get("MLFLOW_TRACKING_URI")
+        if backend.variable and (from_env or not ml["server"]["start"]):
+            print(
+                f"ibrobust: WARNING: {backend.variable} is set but not used: it is the backend "
+                "store of the server the workflow starts (mlflow.server.start: true, and no "
+                "MLFLOW_TRACKING_URI)",
+                file=sys.stderr,
+                flush=True,
+            )
+        if ml["server"]["start"] and not from_env:
             import _server
 
-            settings = server_settings(ml, "results/logs/mlflow_server.log")
+            settings = server_settings(ml, "results/logs/mlflow_server.log", backend)
             uri = _server.start(settings)
             self._server = _server
+            self._store = StoreURI(
+                _server.absolute_store_uri(backend.uri), backend.source, backend.variable
+            )
+            self._artifacts = settings.artifacts_destination
             print(
                 f"MLflow tracking server for this run: {uri} (store "
                 f"{mask_secrets(_server.absolute_store_uri(settings.backend_store_uri))}, "
@@ -144,6 +167,10 @@ class WorkflowTracking:
             return uri
         uri = resolve_tracking_uri(ml["tracking_uri"])
         probe(uri)
+        if not uri.startswith(("http://", "https://")):
+            var = "MLFLOW_TRACKING_URI" if from_env else None
+            where = f"environment variable {var}" if var else "config key mlflow.tracking_uri"
+            self._store = StoreURI(uri, where, var)
         return uri
 
     def _experiment(self, client) -> str:
@@ -172,15 +199,13 @@ class WorkflowTracking:
         return exp_id
 
     def _parent_run(self, client, exp_id: str) -> str:
-        # the studies this invocation builds by default: only_studies, else the enabled ones
-        studies = self.config.get("only_studies") or [
-            s for s, st in self.config["studies"].items() if st["enabled"]
-        ]
+        inv = self.invocation  # the studies its jobs belong to, and what was asked for
+        studies, targets = ",".join(inv.studies), ",".join(inv.targets)[:MAX_PARAM_LEN]
         tags = {
             "ibrobust.kind": "workflow",
             "ibrobust.config_hash": self.config_hash,
             "mlflow.source.git.commit": os.environ[ENV_COMMIT],
-            "ibrobust.studies": ",".join(studies),
+            "ibrobust.studies": studies,
         }
         if self._server is not None:
             tags["ibrobust.tracking_server"] = mask_secrets(self.uri)
@@ -190,14 +215,15 @@ class WorkflowTracking:
         _lifecycle.bounded(
             60, "closing orphaned runs", _lifecycle.close_orphaned_runs, client, exp_id
         )
-        run = retry(client.create_run, exp_id, run_name=workflow_run_name(studies), tags=tags)
+        run = retry(client.create_run, exp_id, run_name=inv.run_name(), tags=tags)
         run_id = run.info.run_id
         # the config itself is the masked config.yaml artifact; params: what to filter by
         log_params(
             client,
             run_id,
             {
-                "studies": ",".join(studies),
+                "studies": studies,
+                "targets": targets,
                 "config_hash": self.config_hash,
                 "experiment": self.settings["experiment"],
             },
@@ -240,7 +266,8 @@ class WorkflowTracking:
 
     def end(self, status: str, timeout: float = END_TIMEOUT) -> None:
         """Stop the collector, close the parent run (within ``timeout`` s, else spool the
-        closing for the replay), then stop the run's tracking server."""
+        closing for the replay), stop the run's tracking server, then print where to see
+        the runs."""
         try:
             down = None
             if self.collector is not None:
@@ -255,6 +282,20 @@ class WorkflowTracking:
         finally:
             if self._server is not None:
                 self._server.stop()
+            self.print_ui_hint()
+
+    def print_ui_hint(self) -> None:
+        """The command that serves the store (none for a server that outlives the run) and
+        the URL of this invocation's parent run (``ui``)."""
+        if not (self.parent_run_id and self.experiment_id and self.uri):
+            return
+        if self._store is None:  # a tracking server of its own (MLFLOW_TRACKING_URI=http...)
+            url, command = ui.run_url(self.uri, self.experiment_id, self.parent_run_id), None
+        else:
+            url = ui.run_url(ui.UI_BASE, self.experiment_id, self.parent_run_id)
+            command = ui.open_command(self._store, self._artifacts)
+        for line in ui.hint_lines(url, command):
+            print(line, file=sys.stderr, flush=True)
 
     def _close_parent(self, status: str, timeout: float, down: str | None) -> None:
         from mlflow.tracking import MlflowClient

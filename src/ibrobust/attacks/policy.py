@@ -1,16 +1,16 @@
 """What each attack kind applies to: its norm, the labels it aims at, what it needs.
 
-Every attack kind states its policy beside its schema fragment
-(``attacks/schema/<kind>.yaml``, key ``x-policy``), so an attack's rules live with the
-attack and not in the config checks:
+Every attack kind states its policy as capabilities in its schema fragment
+(``attacks/<kind>.schema.yaml``, block ``x-kind``; :data:`ibrobust.kinds.ATTACKS`), so an
+attack's rules live with the attack and not in the config checks:
 
 * ``norm``: a fixed threat model (e.g. the universal direction is l2); else the entry's
   ``norm`` key (default l2);
 * ``aims``: ``binary`` (the binary readout's margin), ``task`` (whatever the evaluated task
   is); ``fine_losses``: the entry's ``loss`` values that aim at the fine labels instead
   (they need a k-class model);
-* ``needs``: inputs the attack needs from the data: ``box`` (inputs in [0, 1]) or
-  ``cluster_means``;
+* ``needs``: what the attack needs from the data (a dataset kind's ``offers``): ``box``
+  (inputs in [0, 1]) or ``cluster_means``;
 * ``binary_task``: on the binary task, the sub-attacks allowed (``key``, its ``default``,
   the ``allowed`` set and a ``hint``).
 
@@ -19,27 +19,15 @@ This module imports nothing heavy (the Snakefile reads it while parsing).
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ibrobust import kinds
-from ibrobust.norms import NORMS  # noqa: E402,F401  (the one list)
-
-SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
-
-
-@cache
-def fragment(kind: str) -> dict:
-    """The schema fragment of an attack kind, ``x-policy`` included."""
-    kinds.module_of(kinds.ATTACKS, kind, "attack")  # ValueError naming an unknown kind
-    return yaml.safe_load((SCHEMA_DIR / f"{kind}.yaml").read_text())
+from ibrobust.kinds import ATTACKS
+from ibrobust.norms import NORMS  # noqa: F401  (the one list)
 
 
 def policy(kind: str) -> dict[str, Any]:
-    return dict(fragment(kind).get("x-policy", {}))
+    """The capabilities of an attack kind (ValueError naming an unknown kind)."""
+    return ATTACKS.capabilities(kind)
 
 
 def attack_norm(spec: dict) -> str:

@@ -83,7 +83,7 @@ def parse_attack(spec: dict) -> tuple[kinds.AttackKind, Any]:
     and its validated settings (ValueError naming the bad kind or key). The module exposes
     ``run_spec(model, x, y, fine, eps, settings, ctx, gen) -> (n,) bool still correct``."""
     kind = spec.get("kind") if isinstance(spec, dict) else None
-    module = kinds.load(kinds.ATTACKS, kind, "attack")
+    module = kinds.ATTACKS.load(kind)
     return module, module.parse_spec({key: v for key, v in spec.items() if key != "kind"})
 
 

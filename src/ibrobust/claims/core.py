@@ -1,10 +1,13 @@
 """What a claim is, how our number is measured, and how its verdict is decided.
 
-A :class:`Claim` is data: an id, the claim in one sentence (SPEC.md), the paper's
-number(s), how our number is computed from a study's outputs (in words), a
-:class:`Rule` (stated in words, applied by a pure function), and ``compute``: a pure
-function from the study's loaded outputs to a :class:`Measurement` (one value per seed or
-dataset draw, plus their mean and spread).
+A :class:`Claim` is data: an id, the claim in one sentence, the paper's number(s), how
+our number is computed from a study's outputs (in words), a :class:`Rule` (a strong and a
+weak region, stated in words), and ``compute``: a pure function from the study's loaded
+outputs to a :class:`Measurement` (one value per unit - seed, dataset draw, run - and the
+interval around their mean, :mod:`ibrobust.claims.intervals`). :func:`decide` turns the
+interval and the rule into a verdict: holds, holds weaker, does not hold, or inconclusive
+when the interval straddles the rule's threshold, with the units an estimate says would
+decide it.
 
 A study's outputs are read through a :class:`Source` (one file and its columns, the one
 place a study's column mapping lives): :func:`load_source` refuses, with an error naming
@@ -25,8 +28,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-HOLDS, WEAKER, FAILS, NOT_RUN = "holds", "holds weaker", "does not hold", "not run"
-VERDICTS = (HOLDS, WEAKER, FAILS, NOT_RUN)
+from ibrobust.claims.intervals import LEVEL, Interval, censored, t_interval, units_needed
+
+HOLDS, WEAKER, FAILS = "holds", "holds weaker", "does not hold"
+INCONCLUSIVE, NOT_RUN = "inconclusive", "not run"
+VERDICTS = (HOLDS, WEAKER, INCONCLUSIVE, FAILS, NOT_RUN)
 
 
 class SummaryError(ValueError):
@@ -146,124 +152,177 @@ def not_above(lower: str, others: Sequence[str], nan_is_inf: bool = False) -> Ch
 # ---- measurements and verdict rules --------------------------------------------------------
 @dataclass(frozen=True)
 class Measurement:
-    """Our number: one value per unit (seed, or dataset draw) with their mean and spread
-    (sample std; 0 for one unit), or, for outputs that only keep aggregates, the mean,
-    spread and number of units directly (:meth:`aggregated`; such a measurement has no
-    per-unit values, so only rules on the mean apply to it). ``lower_bound`` marks values
-    censored at the top of a radius grid (the true value is at least this)."""
+    """Our number: one value per unit (seed, dataset draw, run, cell) and the interval the
+    verdict is decided on. The interval is the t interval over the values
+    (:func:`ibrobust.claims.intervals.t_interval`) unless ``compute`` gives another method:
+    ``interval`` maps the ledger's level to the interval (over points, a pooled slope;
+    :mod:`ibrobust.claims.intervals`), e.g. ``partial(wilson, k, n)`` (or is an Interval
+    of one level, e.g. in tests).
+    ``points``: test points behind each unit's value (shown beside n). ``lower_bound`` marks
+    values censored at the top of a radius grid (the interval then has no upper end)."""
 
     values: tuple[float, ...]
     unit: str = "seeds"
     lower_bound: bool = False
     note: str = ""
-    agg: tuple[float, float, int] | None = None  # (mean, spread, n) when values are not kept
-    spread_override: float | None = None  # a spread computed upstream (``note`` says which)
+    interval: Interval | Callable[[float], Interval | None] | None = None
+    points: int | None = None
 
     def __post_init__(self) -> None:
-        if not self.values and self.agg is None:
+        if not self.values:
             raise NotRun("no values to measure")
-        nums = self.values if self.agg is None else (self.agg[0], self.agg[1])
-        if any(not math.isfinite(v) for v in nums):
-            raise ValueError(f"measurement values must be finite, got {nums}")
-
-    @classmethod
-    def aggregated(
-        cls, mean: float, spread: float, n: int, unit: str = "seeds", note: str = ""
-    ) -> Measurement:
-        return cls((), unit=unit, note=note, agg=(float(mean), float(spread), int(n)))
+        if any(not math.isfinite(v) for v in self.values):
+            raise ValueError(f"measurement values must be finite, got {self.values}")
 
     @property
     def n(self) -> int:
-        return len(self.values) if self.agg is None else self.agg[2]
+        """Units with a value (the interval may stand on others, e.g. points)."""
+        return len(self.values)
 
     @property
     def mean(self) -> float:
-        return float(np.mean(self.values)) if self.agg is None else self.agg[0]
+        """The center of the interval (the mean of the values for a t interval)."""
+        iv = self._given(None)
+        return iv.center if iv is not None else float(np.mean(self.values))
+
+    def _given(self, level: float | None) -> Interval | None:
+        """The interval ``compute`` gave, at ``level`` (None: at its own or the default)."""
+        iv = self.interval
+        if iv is None or isinstance(iv, Interval):
+            if iv is not None and level is not None and iv.level != level:
+                raise ValueError(f"a fixed interval at level {iv.level} asked for at {level}")
+            return iv
+        return iv(LEVEL if level is None else level)
 
     @property
     def spread(self) -> float:
-        if self.spread_override is not None:
-            return float(self.spread_override)
-        if self.agg is not None:
-            return self.agg[1]
-        return float(np.std(self.values, ddof=1)) if self.n > 1 else 0.0
+        """Sample sd of the per-unit values (0 for one unit)."""
+        return float(np.std(self.values, ddof=1)) if len(self.values) > 1 else 0.0
+
+    def ci(self, level: float = LEVEL) -> Interval | None:
+        """The interval the verdict is decided on (None: one unit and no other method)."""
+        iv = self._given(level) if self.interval is not None else None
+        if self.interval is None:
+            iv = t_interval(self.values, self.unit, level)
+        if iv is not None and self.lower_bound:
+            iv = censored(iv)
+        return iv
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A verdict rule on a :class:`Measurement`: "holds" when every unit's value passes the
-    strong test (or the mean, with ``on="mean"``), "holds weaker" when the mean passes the
-    weak test, else "does not hold". Tests are intervals [lo, hi]; ``what`` names the value
-    in the rule's words."""
+    """A verdict rule: the strong region (the claim holds as the paper states it) and the
+    weak region (it holds in the weaker form; contains the strong one), as intervals
+    [lo, hi]. The verdict is decided on our number's interval (:func:`decide`); ``what``
+    names the value in the rule's words."""
 
     what: str
     strong: tuple[float, float]
     weak: tuple[float, float]
-    on: str = "every"  # "every" unit or the "mean" for the strong test
 
     def __post_init__(self) -> None:
-        if self.on not in ("every", "mean"):
-            raise ValueError(f"Rule.on must be 'every' or 'mean', got {self.on!r}")
         for lo, hi in (self.strong, self.weak):
             if not lo <= hi:
                 raise ValueError(f"interval [{lo}, {hi}] is empty")
+        if not (self.weak[0] <= self.strong[0] and self.strong[1] <= self.weak[1]):
+            raise ValueError(f"the weak region {self.weak} must contain the strong {self.strong}")
 
-    def __call__(self, m: Measurement) -> str:
-        return decide(self, m)
-
-    def text(self, unit: str = "seeds") -> str:
-        which = f"for each of the {unit}" if self.on == "every" else "on the mean"
+    def text(self, level: float = LEVEL) -> str:
+        pct = f"{100 * level:g} %"
         return (
-            f"holds: {self.what} {_interval(self.strong)} {which}; holds weaker: "
-            f"mean {_interval(self.weak)}; else does not hold"
+            f"holds: the {pct} interval of {self.what} {_region(self.strong)}; holds weaker: "
+            f"{_region(self.weak)}; does not hold: wholly outside it; else inconclusive"
         )
+
+    def thresholds(self) -> list[float]:
+        return [v for v in (*self.weak, *self.strong) if math.isfinite(v)]
 
 
 def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _interval(iv: tuple[float, float]) -> str:
+def _region(iv: tuple[float, float]) -> str:
     lo, hi = iv
     if lo == -math.inf and hi == math.inf:
-        return "is any value"
+        return "anywhere"
     if lo == -math.inf:
         return f"<= {_fmt(hi)}"
     if hi == math.inf:
         return f">= {_fmt(lo)}"
-    return f"in [{_fmt(lo)}, {_fmt(hi)}]"
+    return f"within [{_fmt(lo)}, {_fmt(hi)}]"
 
 
-def _inside(v: float, iv: tuple[float, float]) -> bool:
-    return iv[0] <= v <= iv[1]
+def _within(lo: float, hi: float, region: tuple[float, float]) -> bool:
+    return region[0] <= lo and hi <= region[1]
 
 
-def decide(rule: Rule, m: Measurement) -> str:
-    """The verdict of ``rule`` on ``m`` (pure)."""
-    if rule.on == "every" and m.agg is not None:
-        raise ValueError(f"rule on every unit of {rule.what!r} needs per-unit values")
-    strong = (
-        all(_inside(v, rule.strong) for v in m.values)
-        if rule.on == "every"
-        else _inside(m.mean, rule.strong)
-    )
-    if strong:
-        return HOLDS
-    return WEAKER if _inside(m.mean, rule.weak) else FAILS
+def _disjoint(lo: float, hi: float, region: tuple[float, float]) -> bool:
+    return hi < region[0] or lo > region[1]
 
 
-def at_least(what: str, strong: float, weak: float, on: str = "every") -> Rule:
-    return Rule(what, (strong, math.inf), (weak, math.inf), on)
+@dataclass(frozen=True)
+class Decision:
+    verdict: str
+    reason: str = ""
 
 
-def at_most(what: str, strong: float, weak: float, on: str = "every") -> Rule:
-    return Rule(what, (-math.inf, strong), (-math.inf, weak), on)
+def decide(rule: Rule, m: Measurement, level: float = LEVEL) -> Decision:
+    """The verdict of ``rule`` on the interval of ``m`` (pure):
+
+    * holds: the whole interval lies in the strong region;
+    * holds weaker: it lies in the weak region (not wholly in the strong one);
+    * does not hold: it lies wholly outside the weak region;
+    * inconclusive: it straddles a bound of the weak region, or one unit gave no interval.
+
+    The reason of an inconclusive verdict names the interval, the threshold it straddles
+    and about how many units would decide (:func:`ibrobust.claims.intervals.units_needed`);
+    a "holds weaker" whose interval straddles the strong threshold says the same of it."""
+    iv = m.ci(level)
+    if iv is None:
+        return Decision(
+            INCONCLUSIVE,
+            f"one {m.unit.rstrip('s')} ({_fmt(m.mean)}) gives no interval: at least 2 "
+            f"{m.unit} are needed",
+        )
+    lo, hi = iv.lo, iv.hi
+    if _within(lo, hi, rule.strong):
+        return Decision(HOLDS)
+    if _within(lo, hi, rule.weak):
+        return Decision(WEAKER, _straddled(iv, rule.strong, "strong", m))
+    if _disjoint(lo, hi, rule.weak):
+        return Decision(FAILS)
+    return Decision(INCONCLUSIVE, _straddled(iv, rule.weak, "weak", m))
 
 
-def between(
-    what: str, strong: tuple[float, float], weak: tuple[float, float], on: str = "every"
-) -> Rule:
-    return Rule(what, strong, weak, on)
+def _straddled(iv: Interval, region: tuple[float, float], which: str, m: Measurement) -> str:
+    """Which bound of ``region`` lies inside ``iv``, and the units an estimate says would
+    move the interval off it."""
+    inside = [b for b in region if math.isfinite(b) and iv.lo < b < iv.hi]
+    if not inside:
+        return ""
+    b = min(inside, key=lambda t: abs(t - iv.center))
+    hi = "inf" if iv.hi == math.inf else _fmt(iv.hi)
+    text = f"interval [{_fmt(iv.lo)}, {hi}] straddles the {which} threshold {_fmt(b)}"
+    need = units_needed(iv, b)
+    unit = iv.unit
+    if m.lower_bound and iv.hi == math.inf and b > iv.center:
+        return f"{text}; censored at the grid's top: a larger radius grid would decide"
+    if need is None:
+        return f"{text}; the estimate sits on it: no number of {unit} decides"
+    return f"{text}; about {need} {unit} would decide (now {iv.n}, from the measured spread)"
+
+
+def at_least(what: str, strong: float, weak: float) -> Rule:
+    return Rule(what, (strong, math.inf), (weak, math.inf))
+
+
+def at_most(what: str, strong: float, weak: float) -> Rule:
+    return Rule(what, (-math.inf, strong), (-math.inf, weak))
+
+
+def between(what: str, strong: tuple[float, float], weak: tuple[float, float]) -> Rule:
+    return Rule(what, strong, weak)
 
 
 # ---- the claim ------------------------------------------------------------------------------
@@ -301,8 +360,8 @@ class Claim:
     setting: str = ""
     applies: Callable[[StudyContext], str | None] | None = None
 
-    def verdict(self, m: Measurement) -> str:
-        return self.rule(m)
+    def verdict(self, m: Measurement, level: float = LEVEL) -> Decision:
+        return decide(self.rule, m, level)
 
 
 def restricted(

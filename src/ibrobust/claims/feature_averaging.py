@@ -25,10 +25,13 @@ from ibrobust.claims.core import (
     restricted,
 )
 from ibrobust.claims.feature_averaging_scaling import scaling_claims
+from ibrobust.kinds import MODELS
 
 # ---- column mapping (summary.csv) ----
-SETTING = "setting"  # binary | multiclass | robust reference
-BINARY, MULTICLASS, REFERENCE = "binary", "multiclass", "robust reference"
+SETTING = "setting"  # binary | multiclass | the reference's label
+BINARY, MULTICLASS = "binary", "multiclass"
+# the paper's hand-built robust net: its rows carry its kind's label (ibrobust.kinds.MODELS)
+REFERENCE = MODELS.capability("robust_reference", "label")
 READOUT = "readout"  # optional: the binary readout of the row (absent: LEGACY_READOUT)
 LEGACY_READOUT = "sum"  # what the attack jobs used before readouts were a study list
 ATTACKS = ("pgd_margin", "pgd_ce", "universal")
@@ -122,11 +125,16 @@ def _dk(ctx: StudyContext, dataset: str) -> tuple[int, int]:
 
 
 # ---- measurements --------------------------------------------------------------------------
+def points_of(ctx: StudyContext) -> int | None:
+    """Test points each seed's robustness is measured on (the study's attack_points)."""
+    return ctx.config.get("attack_points")
+
+
 def binary_over_theory(dataset: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         d, k = _dk(ctx, dataset)
         r, cens = radii(rows(src["summary"], dataset, BINARY), WORST, ctx)
-        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens)
+        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(ctx))
 
     return compute
 
@@ -139,7 +147,9 @@ def kclass_over_binary(dataset: str, readout: str):
         if seeds.empty:
             raise NotRun(f"no seed with both a binary and a k-class run on {dataset}")
         note = "2-class radius off the grid (ratio overstated)" if cb else ""
-        return Measurement(tuple(m[seeds] / b[seeds]), lower_bound=cm and not cb, note=note)
+        return Measurement(
+            tuple(m[seeds] / b[seeds]), lower_bound=cm and not cb, note=note, points=points_of(ctx)
+        )
 
     return compute
 
@@ -152,7 +162,7 @@ def ce_over_margin(dataset: str, readout: str):
                 raise NotRun(f"attack {a} was not run")
         ce, cens = radii(sel, radius_col("pgd_ce"), ctx)
         mg, _ = radii(sel, radius_col("pgd_margin"), ctx)
-        return Measurement(tuple(ce / mg), lower_bound=cens)
+        return Measurement(tuple(ce / mg), lower_bound=cens, points=points_of(ctx))
 
     return compute
 
@@ -161,7 +171,7 @@ def reference_over_sqrt_d(dataset: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         d, _ = _dk(ctx, dataset)
         r, cens = radii(rows(src["summary"], dataset, REFERENCE), WORST, ctx)
-        return Measurement(tuple(r / math.sqrt(d)), lower_bound=cens)
+        return Measurement(tuple(r / math.sqrt(d)), lower_bound=cens, points=points_of(ctx))
 
     return compute
 

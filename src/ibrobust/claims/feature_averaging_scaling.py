@@ -6,31 +6,41 @@ radius against k at fixed d and against d at fixed k, from
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from ibrobust.claims.core import Claim, Measurement, NotRun, StudyContext, between
+from ibrobust.claims.intervals import slope_interval
 
 
 def scaling_slope(setting: str, key: str = "k"):
-    """Per seed: the least-squares slope of log(critical radius) on log(``key``) over that
-    sweep (values never falling to 50 % on the grid are left out; at least two per seed);
-    2-class nets have one score, so any readout's rows serve."""
+    """The least-squares slope of log(critical radius) on log(``key``) over the sweep: the
+    values are the per-seed slopes, the interval is that of the slope common to the seeds,
+    fitted to every (value, seed) pair with an intercept per seed (t, pairs - seeds - 1 df;
+    :func:`ibrobust.claims.intervals.slope_interval`).
+    Values never falling to 50 % on the grid are left out (at least two per seed); 2-class
+    nets have one score, so any readout's rows serve."""
 
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         df = src["scaling"]
         df = df[(df["key"] == key) & (df["label"] == setting) & df["critical_radius"].notna()]
         df = df.drop_duplicates(["seed", "dataset"])
-        slopes = []
+        slopes, used = [], []
         for _, g in df.groupby("seed"):
             if g[key].nunique() >= 2:
                 slopes.append(float(np.polyfit(np.log(g[key]), np.log(g["critical_radius"]), 1)[0]))
+                used.append(g)
         if not slopes:
             raise NotRun(
                 f"fewer than two values of {key} with a {setting} critical radius per seed"
             )
-        return Measurement(tuple(slopes))
+        pairs = pd.concat(used)
+        x, y = np.log(pairs[key]), np.log(pairs["critical_radius"])
+        iv = partial(slope_interval, x, y, f"({key}, seed) pairs", groups=pairs["seed"].to_numpy())
+        note = f"{len(slopes)} seeds' slopes {', '.join(f'{v:.3f}' for v in slopes)}"
+        return Measurement(tuple(slopes), interval=iv, note=note)
 
     return compute
 

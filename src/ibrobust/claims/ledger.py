@@ -29,14 +29,15 @@ from ibrobust.claims.core import (
     SummaryError,
     load_source,
 )
-from ibrobust.studies import REGISTRY
+from ibrobust.claims.intervals import LEVEL
+from ibrobust.kinds import STUDIES
 
 
 def claims_modules() -> dict[str, str]:
     """Study kind -> the module declaring its SOURCES and claims(ctx): ``ibrobust.claims.<kind>``
     for every registered kind that has one (a kind without claims has no module). The claims
     rules hash these modules, so editing a claim declaration reruns only the ledger."""
-    names = {kind: f"ibrobust.claims.{kind}" for kind in REGISTRY}
+    names = {kind: f"ibrobust.claims.{kind}" for kind in STUDIES.kinds()}
     return {kind: name for kind, name in names.items() if importlib.util.find_spec(name)}
 
 
@@ -44,7 +45,9 @@ CLAIMS: dict[str, ModuleType] = {
     kind: importlib.import_module(name) for kind, name in claims_modules().items()
 }
 
+RULE_BOUNDS = ("strong_lo", "strong_hi", "weak_lo", "weak_hi")  # the rule as numbers
 COLUMNS = [
+    "level",
     "study",
     "id",
     "setting",
@@ -52,12 +55,20 @@ COLUMNS = [
     "paper",
     "ours_mean",
     "ours_spread",
+    "ci_lo",
+    "ci_hi",
+    "ci_method",
     "n",
     "unit",
+    "points",
     "lower_bound",
     "verdict",
     "reason",
     "rule",
+    "strong_lo",
+    "strong_hi",
+    "weak_lo",
+    "weak_hi",
     "measure",
     "note",
 ]
@@ -103,32 +114,41 @@ def ledger_inputs(
     ]
 
 
-def _row(study: str, claim: Claim, **kw) -> dict:
+def _row(study: str, claim: Claim, level: float, **kw) -> dict:
     row = dict.fromkeys(COLUMNS, "")
     row.update(
+        level=level,
         study=study,
         id=claim.id,
         setting=claim.setting,
         claim=claim.claim,
         paper=claim.paper,
-        rule=claim.rule.text(),
+        rule=claim.rule.text(level),
+        strong_lo=claim.rule.strong[0],
+        strong_hi=claim.rule.strong[1],
+        weak_lo=claim.rule.weak[0],
+        weak_hi=claim.rule.weak[1],
         measure=claim.measure,
         ours_mean=math.nan,
         ours_spread=math.nan,
+        ci_lo=math.nan,
+        ci_hi=math.nan,
         n=0,
+        points=0,
         lower_bound=False,
     )
     row.update(kw)
     return row
 
 
-def evaluate_study(so: StudyOutputs) -> list[dict]:
-    """Ledger rows of one study (every claim of its kind, in declaration order)."""
+def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
+    """Ledger rows of one study (every claim of its kind, in declaration order); verdicts
+    on ``level`` intervals."""
     module = CLAIMS[so.kind]
     study = so.ctx.name
     claims = module.claims(so.ctx)
     if not so.enabled:
-        return [_row(study, c, verdict=NOT_RUN, reason=so.skipped) for c in claims]
+        return [_row(study, c, level, verdict=NOT_RUN, reason=so.skipped) for c in claims]
     loaded: dict[str, pd.DataFrame] = {}
     absent: dict[str, str] = {}
     for name, src in module.SOURCES.items():
@@ -144,31 +164,37 @@ def evaluate_study(so: StudyOutputs) -> list[dict]:
         if reason is None and missing:
             reason = "; ".join(missing)
         if reason is not None:
-            rows.append(_row(study, c, verdict=NOT_RUN, reason=reason))
+            rows.append(_row(study, c, level, verdict=NOT_RUN, reason=reason))
             continue
         try:
             m = c.compute({s: loaded[s] for s in c.sources}, so.ctx)
         except NotRun as why:
-            rows.append(_row(study, c, verdict=NOT_RUN, reason=str(why)))
+            rows.append(_row(study, c, level, verdict=NOT_RUN, reason=str(why)))
             continue
         except (KeyError, ValueError, TypeError) as err:
             files = ", ".join(str(so.paths[s]) for s in c.sources)
             raise SummaryError(
                 f"{files}: claim {c.id} ({c.setting}) cannot be measured: {err}"
             ) from err
-        verdict = c.verdict(m)
-        assert verdict in VERDICTS, verdict
+        decision = c.verdict(m, level)
+        assert decision.verdict in VERDICTS, decision
+        iv = m.ci(level)
         rows.append(
             _row(
                 study,
                 c,
+                level,
                 ours_mean=m.mean,
                 ours_spread=m.spread,
-                n=m.n,
-                unit=m.unit,
+                ci_lo=math.nan if iv is None else iv.lo,
+                ci_hi=math.nan if iv is None else iv.hi,
+                ci_method="" if iv is None else iv.method,
+                n=len(m.values) if iv is None else iv.n,
+                unit=m.unit if iv is None else iv.unit,
+                points=m.points or 0,
                 lower_bound=m.lower_bound,
-                verdict=verdict,
-                rule=c.rule.text(m.unit),
+                verdict=decision.verdict,
+                reason=decision.reason,
                 note=m.note,
             )
         )
@@ -217,140 +243,11 @@ def study_outputs(
     return out
 
 
-def build_ledger(studies: list[StudyOutputs]) -> pd.DataFrame:
-    """The ledger table (:data:`COLUMNS`), studies in the given order; kinds without claims
-    are skipped."""
+def build_ledger(studies: list[StudyOutputs], level: float = LEVEL) -> pd.DataFrame:
+    """The ledger table (:data:`COLUMNS`), studies in the given order, verdicts on ``level``
+    intervals; kinds without claims are skipped."""
     rows: list[dict] = []
     for so in studies:
         if so.kind in CLAIMS:
-            rows += evaluate_study(so)
+            rows += evaluate_study(so, level)
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-# ---- rendering ----------------------------------------------------------------------------
-def _num(v: float) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return ""
-    a = abs(v)
-    if a != 0 and (a < 1e-2 or a >= 1e4):
-        return f"{v:.2g}"
-    return f"{v:.3f}" if a < 10 else f"{v:.1f}"
-
-
-def ours_cell(row: Mapping) -> str:
-    if row["verdict"] == NOT_RUN:
-        return "-"
-    lb = ">= " if row["lower_bound"] else ""
-    unit = str(row["unit"])
-    unit = unit[:-1] if int(row["n"]) == 1 and unit.endswith("s") else unit
-    return f"{lb}{_num(row['ours_mean'])} ± {_num(row['ours_spread'])} ({row['n']} {unit})"
-
-
-def verdict_cell(row: Mapping) -> str:
-    if row["verdict"] == NOT_RUN:
-        return f"not run: {row['reason']}"
-    return f"**{row['verdict']}**"
-
-
-def _escape(s: str) -> str:
-    return str(s).replace("|", "\\|").replace("\n", " ")
-
-
-def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
-    """The ledger as markdown: a counts line, one table per study, and the notes."""
-    counts = df["verdict"].value_counts()
-    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-    out = [
-        f"# {title}",
-        "",
-        f"{len(df)} claims: {summary}. Ours = mean ± spread (sample sd over the units named; "
-        "`>=`: some values are censored at the top of the radius grid). Generated from the "
-        "studies' summaries by `snakemake claims`; never edited by hand.",
-        "",
-    ]
-    for study, g in df.groupby("study", sort=False):
-        out += [f"## {study}", ""]
-        out.append("| id | setting | claim | paper | ours | verdict | rule |")
-        out.append("|---|---|---|---|---|---|---|")
-        for _, r in g.iterrows():
-            cells = [
-                f"`{r['id']}`",
-                r["setting"],
-                r["claim"],
-                r["paper"],
-                ours_cell(r),
-                verdict_cell(r),
-                r["rule"],
-            ]
-            out.append("| " + " | ".join(_escape(c) for c in cells) + " |")
-        out.append("")
-    notes = df[(df["note"] != "") & (df["verdict"] != NOT_RUN)]
-    out += ["## How each number is measured", ""]
-    for _, r in df.drop_duplicates(["study", "id"]).iterrows():
-        out.append(f"- `{r['id']}`: {r['measure']}.")
-    if len(notes):
-        out += ["", "## Notes", ""]
-        out += [f"- `{r['id']}` ({r['setting']}): {r['note']}." for _, r in notes.iterrows()]
-    return "\n".join(out) + "\n"
-
-
-def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
-    """The ledger as one self-contained HTML page (the report's first page): the columns of
-    :func:`ledger_markdown`'s tables, one table for all studies."""
-    view = pd.DataFrame(
-        {
-            "study": df["study"],
-            "id": df["id"],
-            "setting": df["setting"],
-            "claim": df["claim"],
-            "paper": df["paper"],
-            "ours": [ours_cell(r) for _, r in df.iterrows()],
-            "verdict": [verdict_cell(r).replace("**", "") for _, r in df.iterrows()],
-            "rule": df["rule"],
-        }
-    )
-    counts = df["verdict"].value_counts()
-    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-    return (
-        f"<html><head><meta charset='utf-8'><title>{title}</title><style>"
-        "table{border-collapse:collapse;font:13px sans-serif}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
-        "</style></head><body>"
-        f"<h1>{title}</h1><p>{len(df)} claims: {summary}. Ours = mean &plusmn; spread.</p>"
-        + view.to_html(index=False, escape=True)
-        + "</body></html>\n"
-    )
-
-
-def readme_excerpt(
-    df: pd.DataFrame, max_rows: int = 8, full: str = "results/claims/claims.md"
-) -> str:
-    """A short markdown table for the README: the first ``max_rows`` claims that ran (then
-    not-run ones), id, ours, paper, verdict; the last line names the ``full`` table."""
-    ran = df[df["verdict"] != NOT_RUN]
-    pick = pd.concat([ran, df[df["verdict"] == NOT_RUN]]).head(max_rows)
-    lines = ["| claim | setting | paper | ours | verdict |", "|---|---|---|---|---|"]
-    for _, r in pick.iterrows():
-        v = "not run" if r["verdict"] == NOT_RUN else r["verdict"]
-        cells = [f"`{r['id']}`", r["setting"], r["paper"], ours_cell(r), v]
-        lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
-    counts = df["verdict"].value_counts()
-    lines += [
-        "",
-        f"({len(df)} claims in all: "
-        + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-        + f"; full table in `{full}`.)",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def read_ledger(path: str | Path) -> pd.DataFrame:
-    """A ledger CSV written by the claims rule (for :func:`readme_excerpt`)."""
-    df = pd.read_csv(
-        path, keep_default_na=False, na_values={"ours_mean": [""], "ours_spread": [""]}
-    )
-    missing = [c for c in COLUMNS if c not in df]
-    if missing:
-        raise SummaryError(f"{path}: not a ledger, missing columns {missing}")
-    df["lower_bound"] = df["lower_bound"].astype(str).str.lower() == "true"
-    return df

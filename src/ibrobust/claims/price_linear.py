@@ -1,18 +1,16 @@
 """Claims of Study PRICE-LIN (Tsilivis, Frank, Srebro, Kempe, NeurIPS 2024, Sec. 5.1; SPEC.md
 "Study PRICE-LIN"), kind ``price_linear``.
 
-Our numbers come from ``results/<study>/figures/summary.csv``
-(:func:`ibrobust.experiments.price_linear.mean_over_draws`): one row per (dataset,
-optimizer, eps_fraction, n) with ``<metric>_mean`` / ``<metric>_std`` over the dataset
-draws. A difference of two algorithms' gaps is taken per n (values: one per n); its spread
-is the sd over draws of an unpaired difference, sqrt(sd_a^2 + sd_b^2), averaged over n (the
-paired sd, which the summary does not keep, is at most this when the draws' gaps correlate
-positively). The column mapping is :data:`SOURCES` and the constants below.
+Our numbers come from ``results/<study>/figures/gap_vs_n.csv`` (every trained problem:
+dataset, optimizer, n, draw, eps_fraction, train / test robust accuracy; written by the
+gap figure): a difference of two algorithms' robust gaps is paired by dataset draw (the
+same training set) and averaged over n, one value per draw, with a t interval over draws.
+``summary.csv`` (:func:`ibrobust.experiments.price_linear_tables.mean_over_draws`) is
+checked as before. The column mapping is :data:`SOURCES` and the constants below.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -62,6 +60,18 @@ SOURCES: dict[str, Source] = {
         ),
         built_by="the study's target (and the default target)",
     ),
+    "problems": Source(
+        path="figures/gap_vs_n.csv",
+        keys={"dataset": None, "optimizer": None},
+        numeric=(
+            Column(EPS_FRACTION, lo=0, hi=1),
+            Column("n", lo=1),
+            Column("draw", lo=0),
+            Column("train_robust_acc", lo=0, hi=1),
+            Column("test_robust_acc", lo=0, hi=1),
+        ),
+        built_by="the study's target (and the default target)",
+    ),
 }
 
 
@@ -81,39 +91,36 @@ def sparse_teacher_regime(ctx: StudyContext) -> str | None:
     return None
 
 
-def _at(df: pd.DataFrame, dataset: str, optimizer: str, fraction: float) -> pd.DataFrame:
-    sel = df[
-        (df["dataset"] == dataset)
-        & (df["optimizer"] == optimizer)
-        & ((df[EPS_FRACTION] - fraction).abs() < 1e-9)
-    ]
-    if sel.empty:
-        raise NotRun(f"no rows for {optimizer} on {dataset} at eps/gamma* = {fraction:g}")
-    if sel["n"].duplicated().any():
-        raise ValueError(f"several rows per n for {optimizer} on {dataset} at {fraction:g}")
-    return sel.set_index("n").sort_index()
+def _by_draw(df, dataset: str, first: str, second: str, fraction: float) -> pd.DataFrame:
+    """(n, draw) -> robust gap of ``first`` minus that of ``second`` (paired: the same draw's
+    training set) at eps = ``fraction`` gamma*."""
+    sel = df[(df["dataset"] == dataset) & ((df[EPS_FRACTION] - fraction).abs() < 1e-9)]
+    gaps = {}
+    for opt in (first, second):
+        g = sel[sel["optimizer"] == opt]
+        if g.empty:
+            raise NotRun(f"no rows for {opt} on {dataset} at eps/gamma* = {fraction:g}")
+        g = g.set_index(["n", "draw"])
+        if g.index.duplicated().any():
+            raise ValueError(f"several rows per (n, draw) for {opt} on {dataset} at {fraction:g}")
+        gaps[opt] = g["train_robust_acc"] - g["test_robust_acc"]
+    both = gaps[first].index.intersection(gaps[second].index)
+    if both.empty:
+        raise NotRun(f"{first} and {second} share no (n, draw) on {dataset}")
+    return (gaps[first][both] - gaps[second][both]).rename("difference").reset_index()
 
 
-def _difference(df, dataset, first, second, fraction) -> tuple[pd.Series, float]:
-    """Per n: gap(first) - gap(second) (mean over draws); the mean unpaired sd over n."""
-    a, b = _at(df, dataset, first, fraction), _at(df, dataset, second, fraction)
-    ns = a.index.intersection(b.index)
-    diff = a.loc[ns, MEAN.format(GAP)] - b.loc[ns, MEAN.format(GAP)]
-    sd = np.sqrt(a.loc[ns, STD.format(GAP)] ** 2 + b.loc[ns, STD.format(GAP)] ** 2)
-    return diff, float(sd.fillna(0.0).mean())
+def _per_draw(diff: pd.DataFrame) -> pd.Series:
+    """Mean over n of a paired difference, one value per draw."""
+    return diff.groupby("draw")["difference"].mean()
 
 
 def gd_minus(algorithm: str, fraction: float):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         ds = sparse_teacher_regime(ctx)
         gd, other = _optimizer(ctx, "gd"), _optimizer(ctx, algorithm)
-        diff, sd = _difference(src["summary"], ds, gd, other, fraction)
-        return Measurement(
-            tuple(diff),
-            unit="n values",
-            spread_override=sd,
-            note="spread: sd over draws (unpaired), mean over n",
-        )
+        d = _per_draw(_by_draw(src["problems"], ds, gd, other, fraction))
+        return Measurement(tuple(d), unit="draws")
 
     return compute
 
@@ -122,27 +129,25 @@ def growth(algorithm: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         ds = sparse_teacher_regime(ctx)
         gd, other = _optimizer(ctx, "gd"), _optimizer(ctx, algorithm)
-        lo, sd_lo = _difference(src["summary"], ds, gd, other, GROWTH_FRACTIONS[0])
-        hi, sd_hi = _difference(src["summary"], ds, gd, other, GROWTH_FRACTIONS[1])
-        ns = lo.index.intersection(hi.index)
-        return Measurement(
-            tuple(hi[ns] - lo[ns]),
-            unit="n values",
-            spread_override=math.hypot(sd_lo, sd_hi),
-            note="spread: sd over draws (unpaired), mean over n",
-        )
+        lo = _per_draw(_by_draw(src["problems"], ds, gd, other, GROWTH_FRACTIONS[0]))
+        hi = _per_draw(_by_draw(src["problems"], ds, gd, other, GROWTH_FRACTIONS[1]))
+        draws = lo.index.intersection(hi.index)
+        return Measurement(tuple(hi[draws] - lo[draws]), unit="draws")
 
     return compute
 
 
 def vanishing(algorithm: str):
+    """|gap(GD) - gap(CD)| at eps ~ gamma*, mean over n, one value per (regime, draw): every
+    regime's draws are independent datasets, so the t interval is over those pairs."""
+
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         gd, other = _optimizer(ctx, "gd"), _optimizer(ctx, algorithm)
         vals = []
         for ds in ctx.config["datasets"]:
-            diff, _ = _difference(src["summary"], ds, gd, other, MARGIN_FRACTION)
-            vals.append(abs(float(diff.mean())))
-        return Measurement(tuple(vals), unit="regimes", note="value per regime: mean over n")
+            d = _per_draw(_by_draw(src["problems"], ds, gd, other, MARGIN_FRACTION))
+            vals += [abs(float(v)) for v in d]
+        return Measurement(tuple(vals), unit="(regime, draw) pairs")
 
     return compute
 
@@ -164,10 +169,11 @@ def claims(ctx: StudyContext) -> list[Claim]:
                 claim=f"For l_inf robust ERM, {label} generalizes robustly better than "
                 "GD's l2 bias (a smaller robust generalization gap).",
                 paper="GD's gap exceeds CD's / the diagonal net's (Fig. 2, qualitative)",
-                measure=f"robust_gap_mean(GD) - robust_gap_mean({alg}) (accuracy fractions), "
-                "per n; mean over n",
+                measure=f"robust gap (train - test robust accuracy) of GD minus {alg}'s, "
+                "paired by draw, mean over n: one value per draw",
                 rule=at_least("gap difference", 0.01, 0.0),
                 compute=gd_minus(alg, CLAIM_FRACTION),
+                sources=("summary", "problems"),
                 applies=_needs_sparse_teacher,
             )
         )
@@ -177,9 +183,11 @@ def claims(ctx: StudyContext) -> list[Claim]:
             setting=f"{regime}, eps = {GROWTH_FRACTIONS[1]:g} vs {GROWTH_FRACTIONS[0]:g} gamma*",
             claim="The robust-gap difference between GD and CD grows with eps.",
             paper="grows with eps (Fig. 2 right, heatmap)",
-            measure="per n: [gap(GD) - gap(CD)] at the larger eps minus at the smaller",
+            measure="per draw (mean over n): [gap(GD) - gap(CD)] at the larger eps minus at "
+            "the smaller",
             rule=at_least("growth", 0.0, 0.0),
             compute=growth("cd"),
+            sources=("summary", "problems"),
             applies=_needs_sparse_teacher,
         )
     )
@@ -190,9 +198,10 @@ def claims(ctx: StudyContext) -> list[Claim]:
             claim="At eps = the dataset's l_inf margin every robust separator coincides, so "
             "the GD - CD gap difference vanishes.",
             paper="0 at eps = gamma* (Lemma C.4)",
-            measure="|mean over n of gap(GD) - gap(CD)| per regime",
+            measure="|mean over n of gap(GD) - gap(CD)| per regime and draw",
             rule=at_most("|gap difference|", 0.01, 0.03),
             compute=vanishing("cd"),
+            sources=("summary", "problems"),
         )
     )
     return out

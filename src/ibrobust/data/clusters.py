@@ -7,17 +7,22 @@ Min & Vidal (ICML 2024) use unit-norm standard-basis means and give the noise as
 alpha / sqrt(d) per coordinate: set ``alpha`` and it replaces sigma.
 The fine label j, the binary label y and the noise xi are kept with every point: the
 lambda decomposition needs xi for the training points.
+
+The dataset kind ``clusters`` (:data:`ibrobust.kinds.DATASETS`; ``clusters.schema.yaml``):
+:func:`make_dataset`, and :func:`check` of a config entry. The module imports without
+torch (the config validation calls :func:`check` while the Snakefile parses).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
-from ibrobust.seeding import torch_generator
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,18 @@ def config_from_dict(d: dict) -> ClusterDataConfig:
     return ClusterDataConfig(**fields)
 
 
+def check(entry: dict, where: str) -> None:
+    """A ``datasets`` entry's values as :class:`ClusterDataConfig` checks them (k <= d, a
+    balanced split needs an even k, ``positive`` within [0, k), ...); ConfigError naming the
+    key (``where`` is the entry's key path)."""
+    from ibrobust.config import config_error
+
+    try:
+        config_from_dict(entry).positive_clusters  # noqa: B018  (raises for an odd k)
+    except ValueError as err:
+        raise config_error(where, err, entry) from None
+
+
 @dataclass
 class ClusterSplit:
     x: torch.Tensor  # (n, d) inputs
@@ -115,6 +132,8 @@ class ClusterData:
 
 def cluster_means(cfg: ClusterDataConfig, gen: torch.Generator) -> torch.Tensor:
     """(k, d) orthogonal means of norm ``cfg.norm``."""
+    import torch
+
     if cfg.basis == "standard":
         basis = torch.eye(cfg.d, dtype=torch.float64)[: cfg.k]
     else:
@@ -128,6 +147,8 @@ def cluster_means(cfg: ClusterDataConfig, gen: torch.Generator) -> torch.Tensor:
 def _sample(
     cfg: ClusterDataConfig, means: torch.Tensor, sign: torch.Tensor, n: int, gen: torch.Generator
 ) -> ClusterSplit:
+    import torch
+
     fine = torch.randint(cfg.k, (n,), generator=gen)
     noise = cfg.noise_std * torch.randn(n, cfg.d, generator=gen)
     x = means[fine] + noise
@@ -136,6 +157,10 @@ def _sample(
 
 def make_cluster_data(cfg: ClusterDataConfig, seed: int) -> ClusterData:
     """Draw means, train and test split for ``seed`` (independent generator streams)."""
+    import torch
+
+    from ibrobust.seeding import torch_generator
+
     means = cluster_means(cfg, torch_generator(seed, "clusters", "means"))
     sign = -torch.ones(cfg.k)
     sign[list(cfg.positive_clusters)] = 1.0
@@ -146,6 +171,8 @@ def make_cluster_data(cfg: ClusterDataConfig, seed: int) -> ClusterData:
 
 def from_arrays(cfg: ClusterDataConfig, arrays: dict[str, np.ndarray]) -> ClusterData:
     """Inverse of :meth:`ClusterData.arrays` (checks the shapes against ``cfg``)."""
+    import torch
+
     t = {k: torch.from_numpy(np.asarray(v)) for k, v in arrays.items()}
     if tuple(t["means"].shape) != (cfg.k, cfg.d):
         raise ValueError(
@@ -160,6 +187,8 @@ def from_arrays(cfg: ClusterDataConfig, arrays: dict[str, np.ndarray]) -> Cluste
 
 def make_dataset(spec: dict, seed: int, data_root=None) -> tuple[dict[str, np.ndarray], dict]:
     """The ``clusters`` kind of :mod:`ibrobust.data.registry`: arrays and meta of one draw."""
+    import torch
+
     cfg = config_from_dict(spec)
     data = make_cluster_data(cfg, seed)
     gram = data.means.double() @ data.means.double().T

@@ -71,9 +71,10 @@ class ImageDataConfig:
             raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
         if self.split == "explicit":
             pos, neg = self._class_ids("positive"), self._class_ids("negative")
-            if set(pos) & set(neg):
+            if set(pos) & set(neg):  # the later list names the offending key
                 raise ValueError(
-                    f"positive {pos} and negative {neg} share class(es) {sorted(set(pos) & set(neg))}"
+                    f"negative {neg} and positive {pos} share class(es) "
+                    f"{sorted(set(pos) & set(neg))}: a class is in both"
                 )
         else:
             for name in ("positive", "negative"):
@@ -118,7 +119,9 @@ class ImageDataConfig:
     def _class_ids(self, name: str) -> tuple[int, ...]:
         ids = getattr(self, name)
         if not isinstance(ids, tuple | list) or len(ids) == 0:
-            raise ValueError(f"split 'explicit' needs a non-empty {name} list, got {ids!r}")
+            raise ValueError(
+                f"{name} must be given: split 'explicit' needs a non-empty {name} list, got {ids!r}"
+            )
         if not all(isinstance(c, int | np.integer) and not isinstance(c, bool) for c in ids):
             raise ValueError(f"{name} must list integer class ids, got {ids!r}")
         if any(c < 0 for c in ids) or len(set(ids)) != len(ids):

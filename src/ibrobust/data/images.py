@@ -46,7 +46,9 @@ attacks. No source ever falls back to random data: a missing file is a
 The code is split by concept: :mod:`ibrobust.data.image_config` (the config),
 :mod:`ibrobust.data.image_sources` (reading a source), :mod:`ibrobust.data.image_subsets`
 (the seed's stratified subsets); this module re-exports them and holds the tensors and the
-``image`` dataset kind.
+``image`` dataset kind (:data:`ibrobust.kinds.DATASETS`; ``images.schema.yaml``):
+:func:`make_dataset` and :func:`check` of a config entry. It imports without torch (the
+config validation calls :func:`check` while the Snakefile parses).
 """
 
 from __future__ import annotations
@@ -54,9 +56,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from ibrobust.data.image_config import (
     KNOWN_CHANNELS,
@@ -118,6 +120,9 @@ __all__ = [
     "with_holdout",
 ]
 
+if TYPE_CHECKING:
+    import torch
+
 
 @dataclass(frozen=True)
 class ImageTensorSplit:
@@ -149,6 +154,8 @@ class ImageTensors:
 def from_arrays(arrays: Mapping[str, np.ndarray]) -> ImageTensors:
     """Inverse of :meth:`ImageData.arrays`: float32 images x / 255 in [0, 1] and the labels
     as tensors, after checking keys, dtypes, lengths and y = sign[fine], label = classes[fine]."""
+    import torch
+
     keys = ["sign", "classes"] + [
         f"{s}_{k}" for s in ("train", "test") for k in ("x", "fine", "y", "label", "index")
     ]
@@ -203,16 +210,43 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> ImageTensors:
     )
 
 
+def entry_config(spec: Mapping) -> ImageDataConfig:
+    """The typed config of a ``datasets`` entry (``download`` is torchvision-only: the
+    workflow's schema fills it in for every source)."""
+    entry = dict(spec)
+    if entry.get("source") not in TORCHVISION_SOURCES:
+        entry.pop("download", None)
+    return config_from_dict(entry)
+
+
+def check(entry: Mapping, where: str) -> None:
+    """A ``datasets`` entry's values as :class:`ImageDataConfig` checks them (a path for npz
+    and imagefolder only, an explicit split's classes, subset sizes, ...); ConfigError
+    naming the key (``where`` is the entry's key path). Reads no file."""
+    from ibrobust.config import config_error
+
+    try:
+        entry_config(entry)
+    except ValueError as err:
+        raise config_error(where, err, entry) from None
+
+
+def preflight(entries: Mapping[str, Mapping], data_root: str | os.PathLike) -> list[str]:
+    """The kind's data preflight (capability ``reads_data_root``): the problems of the
+    entries' files under ``data_root``, one line each (headers, not pixels;
+    :func:`ibrobust.data.preflight.check_image_sources`)."""
+    from ibrobust.data.preflight import check_image_sources
+
+    return check_image_sources(entries, data_root)
+
+
 def make_dataset(
     spec: Mapping, seed: int, data_root: str | os.PathLike | None
 ) -> tuple[dict[str, np.ndarray], dict]:
     """The ``image`` kind of :mod:`ibrobust.data.registry`: arrays and meta of one subset."""
     if data_root is None:
         raise ValueError("image datasets need a data_root (config key data_root)")
-    entry = dict(spec)
-    if entry.get("source") not in TORCHVISION_SOURCES:
-        entry.pop("download", None)  # torchvision-only; the workflow's schema fills it in
-    data = make_image_data(config_from_dict(entry), seed, data_root)
+    data = make_image_data(entry_config(spec), seed, data_root)
     counts = data.class_counts()
     meta = {
         "checksum": data.checksum,

@@ -8,8 +8,8 @@ and a JSON-able ``meta`` (class counts, checks, provenance). Kinds:
 * ``image``: MNIST / CIFAR-10 / an ``.npz`` / an image folder under ``data_root``, with a
   binary split of its classes (:mod:`ibrobust.data.images`).
 
-(The linear-teacher data of Study PRICE-LIN has its own draws-per-n layout:
-:mod:`ibrobust.experiments.price_linear`.)
+(Kinds of layout ``draws``, e.g. the linear teacher of Study PRICE-LIN, make no dataset
+file: their study draws each n's training sets, :mod:`ibrobust.data.teacher`.)
 """
 
 from __future__ import annotations
@@ -25,6 +25,6 @@ def make_dataset(
     spec: dict, seed: int, data_root: str | Path | None = None
 ) -> tuple[dict[str, np.ndarray], dict]:
     """Arrays and meta of dataset ``spec`` for ``seed`` (deterministic)."""
-    module = kinds.load(kinds.DATASETS, spec.get("kind"), "dataset")
+    module = kinds.DATASETS.load(spec.get("kind"))
     root = None if data_root is None else Path(data_root).expanduser()
     return module.make_dataset(spec, seed, root)

@@ -22,16 +22,22 @@ Decisions:
   and the candidates are generated in fixed chunks of :data:`CHUNK` rows, which makes the
   training set of size n a *prefix* of the one of size n' > n (nested n grid).
 * Everything is float64 (the +-1 entries are exact, the margins downstream need it).
+
+The dataset kind ``teacher`` (:data:`ibrobust.kinds.DATASETS`; ``teacher.schema.yaml``) has
+the layout ``draws``: no dataset file of the generic dataset rule; Study PRICE-LIN's jobs
+draw the test set (:func:`sample_test_set`) and the training draws of each n
+(:func:`sample_train_draws`) themselves. :func:`check` validates a config entry; the module
+imports without torch (the config validation calls it while the Snakefile parses).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-
-from ibrobust.seeding import torch_generator
+if TYPE_CHECKING:
+    import torch
 
 ENTRIES = ("pm1", "gaussian")
 W_SUPPORTS = ("exact", "bernoulli")
@@ -89,7 +95,27 @@ class TeacherBatch:
     y_test: torch.Tensor  # (n_test,)
 
 
+def teacher_config(dataset: Mapping, n_train: int = 1) -> TeacherConfig:
+    """Typed data config from a ``teacher`` dataset entry (``kind`` dropped) and n (the
+    test set and the teacher do not depend on n)."""
+    fields = {k: v for k, v in dataset.items() if k != "kind"}
+    return TeacherConfig(n_train=int(n_train), **fields)
+
+
+def check(entry: Mapping, where: str) -> None:
+    """A ``datasets`` entry's values as :class:`TeacherConfig` checks them (k_w, k_x <= d);
+    ConfigError naming the key (``where`` is the entry's key path)."""
+    from ibrobust.config import config_error
+
+    try:
+        teacher_config(entry)
+    except ValueError as err:
+        raise config_error(where, err, entry) from None
+
+
 def _entries(shape: tuple[int, ...], entries: str, generator: torch.Generator) -> torch.Tensor:
+    import torch
+
     if entries == "pm1":
         bits = torch.randint(0, 2, shape, generator=generator, dtype=torch.int64)
         return (2 * bits - 1).to(torch.float64)
@@ -98,6 +124,8 @@ def _entries(shape: tuple[int, ...], entries: str, generator: torch.Generator) -
 
 def sample_teacher(config: TeacherConfig, generator: torch.Generator) -> torch.Tensor:
     """(d,) teacher w* with k_w non-zero entries (exactly, or in expectation)."""
+    import torch
+
     d = config.d
     values = _entries((d,), config.entries, generator)  # (d,)
     if config.entries == "gaussian":
@@ -124,6 +152,8 @@ def sample_points(
     of a full Bernoulli-masked draw conditioned on <w*, x> != 0, at a fraction of the
     cost when acceptance is rare (k_w = k_x = 4: ~3%).
     """
+    import torch
+
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     d = config.d
@@ -160,41 +190,50 @@ def sample_points(
     return torch.cat(xs)[:n], torch.cat(ys)[:n]
 
 
-def make_teacher_data(config: TeacherConfig, seed: int, draw: int = 0) -> TeacherData:
-    """Teacher, training draw ``draw`` and test set of ``seed`` (deterministic)."""
+def sample_test_set(
+    config: TeacherConfig, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(w* (d,), x_test (n_test, d), y_test (n_test,)) of ``seed`` (streams ``(seed,
+    "teacher", "w_star")`` and ``(seed, "teacher", "test")``)."""
+    from ibrobust.seeding import torch_generator
+
     w_star = sample_teacher(config, torch_generator(seed, "teacher", "w_star"))
-    x_tr, y_tr = sample_points(
-        w_star, config.n_train, config, torch_generator(seed, "teacher", "train", draw)
-    )
-    x_te, y_te = sample_points(
-        w_star, config.n_test, config, torch_generator(seed, "teacher", "test")
-    )
-    return TeacherData(config, w_star, x_tr, y_tr, x_te, y_te)
+    x, y = sample_points(w_star, config.n_test, config, torch_generator(seed, "teacher", "test"))
+    return w_star, x, y
 
 
-def make_teacher_batch(config: TeacherConfig, seed: int, draws: Sequence[int]) -> TeacherBatch:
-    """B = len(draws) training draws stacked to (B, n_train, d) for vectorised sweeps.
+def sample_train_draws(
+    config: TeacherConfig, seed: int, draws: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x (R, n, d), y (R, n)): the training draws ``draws`` of ``seed`` (stream ``(seed,
+    "teacher", "train", r)`` each; the teacher of :func:`sample_test_set`)."""
+    import torch
 
-    Row b equals ``make_teacher_data(config, seed, draws[b]).x_train``; teacher and test set
-    are the shared ones of ``seed``.
-    """
-    draws = tuple(int(r) for r in draws)
+    from ibrobust.seeding import torch_generator
+
+    draws = [int(r) for r in draws]
     if not draws:
-        raise ValueError("draws must name at least one draw, got ()")
+        raise ValueError("draws must name at least one draw, got []")
     w_star = sample_teacher(config, torch_generator(seed, "teacher", "w_star"))
-    train = [
+    pts = [
         sample_points(w_star, config.n_train, config, torch_generator(seed, "teacher", "train", r))
         for r in draws
     ]
-    x_te, y_te = sample_points(
-        w_star, config.n_test, config, torch_generator(seed, "teacher", "test")
-    )
-    return TeacherBatch(
-        config=config,
-        draws=draws,
-        w_star=w_star,
-        x_train=torch.stack([x for x, _ in train]),  # (B, n, d)
-        y_train=torch.stack([y for _, y in train]),  # (B, n)
-        x_test=x_te,
-        y_test=y_te,
-    )
+    return torch.stack([x for x, _ in pts]), torch.stack([y for _, y in pts])
+
+
+def make_teacher_batch(config: TeacherConfig, seed: int, draws: Sequence[int]) -> TeacherBatch:
+    """B = len(draws) training draws stacked to (B, n_train, d) for vectorised sweeps, with
+    the shared teacher and test set of ``seed``: the workflow's samplers
+    (:func:`sample_train_draws`, :func:`sample_test_set`) in one object."""
+    draws = tuple(int(r) for r in draws)
+    x, y = sample_train_draws(config, seed, draws)
+    w_star, x_te, y_te = sample_test_set(config, seed)
+    return TeacherBatch(config, draws, w_star, x, y, x_te, y_te)
+
+
+def make_teacher_data(config: TeacherConfig, seed: int, draw: int = 0) -> TeacherData:
+    """Teacher, training draw ``draw`` and test set of ``seed`` (row 0 of
+    :func:`make_teacher_batch`)."""
+    b = make_teacher_batch(config, seed, [draw])
+    return TeacherData(config, b.w_star, b.x_train[0], b.y_train[0], b.x_test, b.y_test)

@@ -22,12 +22,13 @@ def scaling_table(
     curves: pd.DataFrame,
     datasets: Mapping[str, Mapping],
     sweeps: Mapping[str, list[str]],
-    model_kinds: Mapping[str, str],
+    model_labels: Mapping[str, str | None],
 ) -> pd.DataFrame:
     """One row per (swept key, run, readout): the value of the key, d, k, the critical
     radius and the theory lines. ``curves``: tidy attack tables (``RUN`` + attack, eps,
     robust_acc); ``sweeps``: key -> the datasets of its values (a dataset may be in several
-    sweeps, e.g. the base one)."""
+    sweeps, e.g. the base one); ``model_labels``: model -> its kind's label (None: a run is
+    labelled by its supervision)."""
     radii = {}
     for key, g in curves[curves.attack == "worst"].groupby(RUN, sort=False):
         g = g.sort_values("eps")
@@ -39,7 +40,7 @@ def scaling_table(
                 continue
             ds = datasets[run[0]]
             d, k = int(ds["d"]), int(ds["k"])
-            label = "robust reference" if model_kinds[run[1]] == "robust_reference" else run[3]
+            label = model_labels[run[1]] or run[3]
             rows.append(
                 {
                     "key": sweep,

@@ -1,7 +1,7 @@
 """Study MARGIN's numbers from its outputs: the checkpoint table beside the paper's, whether
 the smoothed normalized margin is non-decreasing after the data is fit, whether the
-normalized margin and the robust accuracy grow across checkpoints, and where the minimal
-distances sit between the certificate and the PGD-bisection bound. Pure pandas: the
+normalized margin and the robust accuracy grow across checkpoints, which attack found
+each minimal distance (the audit) and whether the distances respect the certificate. Pure pandas: the
 summary job, the claims and ``benchmarks/check_margin.py`` read the same functions."""
 
 from __future__ import annotations
@@ -92,30 +92,49 @@ def robust_at(points: pd.DataFrame, radii: dict) -> pd.DataFrame:
     return out
 
 
-def cross_check(points: pd.DataFrame) -> dict:
-    """On the correctly classified points with a PGD-bisection bound: the fraction where FAB
-    (l2) is at most the bound, at least the certificate, and the median ratios."""
-    b = points.dropna(subset=["pgd_l2_upper", "fab_l2"])
-    b = b[b["margin"] > 0]
-    out = dict(pairs=len(b), fab_below_pgd=math.nan, fab_above_cert=math.nan)
-    out.update(
-        fab_over_pgd_median=math.nan, fab_over_pgd_max=math.nan, fab_over_cert_median=math.nan
+L2_ATTACKS = ("fab_l2", "pgd_l2_upper")  # per-point l2 distance upper bounds of the attacks
+
+
+def attack_audit(points: pd.DataFrame) -> pd.DataFrame:
+    """How often each l2 attack found the smallest distance (the reported ``distance_l2``
+    is the minimum over them), per checkpoint and split, on the correctly classified
+    points where every attack ran: ``tightest`` (ties count for each attack that reached
+    the minimum), and its median and largest ratio to the minimum."""
+    rows = []
+    for (name, split), g in points.groupby(["checkpoint", "split"], sort=False):
+        g = g[g["margin"] > 0].dropna(subset=list(L2_ATTACKS))
+        best = g[list(L2_ATTACKS)].min(axis=1)
+        for attack in L2_ATTACKS:
+            ratio = g[attack] / best
+            rows.append(
+                dict(
+                    checkpoint=name,
+                    split=split,
+                    attack=attack,
+                    points=len(g),
+                    tightest=float((ratio <= 1 + 1e-9).mean()) if len(g) else math.nan,
+                    ratio_median=float(ratio.median()) if len(g) else math.nan,
+                    ratio_max=float(ratio.max()) if len(g) else math.nan,
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def certificate_check(points: pd.DataFrame) -> dict:
+    """On the correctly classified points with a certificate: how many have a minimal l2
+    distance (the smallest over the attacks) at least the certified q / beta (the seeds'
+    inequality R(z) >= q(z) / beta: every one should), and the median ratio."""
+    b = points[(points["margin"] > 0) & points["certified_l2"].notna()]
+    b = b.dropna(subset=["distance_l2"])
+    holds = b["distance_l2"] >= b["certified_l2"] * (1 - 1e-9)
+    return dict(
+        points=len(b),
+        holding=int(holds.sum()),
+        frac_holding=float(holds.mean()) if len(b) else math.nan,
+        distance_over_cert_median=float((b["distance_l2"] / b["certified_l2"]).median())
+        if len(b)
+        else math.nan,
     )
-    if b.empty:
-        return out
-    ratio = b["fab_l2"] / b["pgd_l2_upper"]
-    out.update(
-        fab_below_pgd=float((b["fab_l2"] <= b["pgd_l2_upper"] * (1 + 1e-9)).mean()),
-        fab_over_pgd_median=float(ratio.median()),
-        fab_over_pgd_max=float(ratio.max()),
-    )
-    cert = b["certified_l2"]
-    if cert.notna().any():
-        out.update(
-            fab_above_cert=float((b["fab_l2"] >= cert).mean()),
-            fab_over_cert_median=float((b["fab_l2"] / cert).median()),
-        )
-    return out
 
 
 def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -132,9 +151,12 @@ def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True).merge(paper, on="paper_name", how="left")
 
 
-def summary_markdown(summary: pd.DataFrame, notes: dict[str, dict]) -> str:
-    """summary.md: the checkpoint table beside the paper's, then per run the numbers the
-    study reports (``notes``: run -> separation / cross-check / timing dicts)."""
+def summary_markdown(
+    summary: pd.DataFrame, notes: dict[str, dict], audit: pd.DataFrame | None = None
+) -> str:
+    """summary.md: the checkpoint table beside the paper's, per run the numbers the study
+    reports (``notes``: run -> separation / certificate / timing dicts), then the attack
+    audit summed over runs and checkpoints (:func:`attack_audit`)."""
     cols = ["run", "name", "paper_epoch", "epoch", "paper_log10_train_loss", "log10_train_loss"]
     cols += ["paper_normalized_margin", "normalized_margin", "test_acc"]
     cols = [c for c in cols if c in summary]
@@ -147,6 +169,17 @@ def summary_markdown(summary: pd.DataFrame, notes: dict[str, dict]) -> str:
             txt = ", ".join(f"{k} {_fmt(v)}" for k, v in d.items())
             lines.append(f"- {key}: {txt}")
         lines.append("")
+    if audit is not None and len(audit):
+        lines += ["## Attack audit: which attack found the minimal l2 distance", ""]
+        lines += ["The reported distance is the smallest over the attacks; `tightest` = share "
+                  "of the correctly classified points (pooled over runs and checkpoints) on "
+                  "which the attack reached it (ties count for both).", ""]  # fmt: skip
+        tot = audit.assign(hits=audit["tightest"] * audit["points"])
+        g = tot.groupby(["split", "attack"], sort=False)
+        agg = pd.DataFrame({"points": g["points"].sum(), "tightest": g["hits"].sum() / g["points"].sum(),
+                            "ratio_median": g["ratio_median"].median(),
+                            "ratio_max": g["ratio_max"].max()}).reset_index()  # fmt: skip
+        lines += [agg.to_markdown(index=False, floatfmt=".4g"), ""]
     return "\n".join(lines)
 
 

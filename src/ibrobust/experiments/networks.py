@@ -5,7 +5,8 @@ entry, a supervision and a seed - into a saved model state, a history table and 
 scalars. The training path comes from the entries' kinds (:func:`ibrobust.kinds.trainer`)
 and its module is loaded on demand, so a job's code hash covers only the path it runs:
 
-* ``construct``: the hand-built robust reference of Study FA (not trained);
+* ``construct``: a constructed model (capability ``constructed``, e.g. the hand-built robust
+  reference of Study FA): built from the data by its kind's ``construct``, not trained;
 * ``gram_gd``: a ``two_layer`` net under l2 ``gd`` with logistic / cross-entropy loss, by
   the exact Gram-space GD of :mod:`ibrobust.training.full_batch` (same iterates, ~2d/n
   fewer flops), which keeps the log-spaced checkpoints of the lambda decomposition;
@@ -14,7 +15,8 @@ and its module is loaded on demand, so a job's code hash covers only the path it
   of the binary score, cross-entropy of the heads for k-class supervision; on the CPU);
 * ``network``: everything else, by :func:`ibrobust.training.network.train_network`
   (full-batch steepest descent in any norm, SGD, Adam); a two-layer net trained that way
-  gets the same checkpoint fields, so the decomposition also runs on, e.g., sign descent.
+  gets the same checkpoint fields (its kind's ``checkpoint_fields``), so the decomposition
+  also runs on, e.g., sign descent.
 
 The heads and readout come from the model's kind (:func:`ibrobust.models.registry.model_readout`):
 (+1, -1) for 2-class supervision and the class signs for k-class supervision, except that a
@@ -32,7 +34,14 @@ from torch import nn
 
 from ibrobust import kinds
 from ibrobust.data.dataset import Dataset
-from ibrobust.models.registry import BuildContext, build_model, model_readout, model_state
+from ibrobust.models.registry import (
+    BuildContext,
+    build_model,
+    checkpoint_fields,
+    construct_model,
+    model_readout,
+    model_state,
+)
 from ibrobust.training.losses import supervised_correct
 from ibrobust.training.protocol import check_history
 
@@ -74,15 +83,13 @@ def fit(
 ) -> FitResult:
     """Build (or construct) and train one model; see the module docstring for the paths."""
     path = kinds.trainer(model, opt)
-    trainer = kinds.load(kinds.TRAINERS, path, "training path")
-    if path == "construct":  # the hand-built reference: not trained
-        if data.means is None:
-            raise ValueError("the robust reference needs synthetic cluster data (cluster means)")
-        net = trainer.robust_reference_net(data.means, data.sign, beta=model["beta"])
+    if path == kinds.CONSTRUCT:  # built from the data, not trained
+        net = construct_model(model, data)
         state = model_state(net, model, None, supervision="binary")
         history = pd.DataFrame([{"epoch": 0, "loss": float("nan")}])
         return FitResult(state, history, evaluate(net, data, "binary"))
 
+    trainer = kinds.load_trainer(path)
     readout = model_readout(model, supervision, data.sign)
     ctx = BuildContext(data.input_shape, readout, seed, data.train.x)
     net = build_model(model, ctx)
@@ -91,7 +98,7 @@ def fit(
     net.load_state_dict(fitted.state)
     ckpts = {0: init, **fitted.checkpoints}
     ckpts.setdefault(fitted.epochs, net.state_dict())
-    extra = _checkpoint_fields(model, init, ckpts, fitted.epochs)
+    extra = checkpoint_fields(model, init, ckpts, fitted.epochs)
     state = model_state(net, model, ctx, supervision=supervision, **extra)
     n_steps, converged = fitted.epochs, fitted.converged
     state.update(steps=torch.tensor(n_steps), converged=torch.tensor(converged))
@@ -99,18 +106,3 @@ def fit(
     metrics["train.converged"] = float(converged)
     history = pd.DataFrame(check_history(fitted.history))
     return FitResult(state, history, metrics)
-
-
-def _checkpoint_fields(model: dict, init: dict, ckpts: dict, last: int) -> dict:
-    """The saved iterates: a two-layer net's as stacked tensors (the lambda decomposition
-    reads them), any other net's as state dicts between the first and the last epoch."""
-    if model["kind"] != "two_layer":
-        return {"checkpoints": {str(e): s for e, s in ckpts.items() if e not in (0, last)}}
-    steps = sorted(ckpts)
-    return {
-        "init_weight": init["weight"],
-        "init_bias": init["bias"],
-        "ckpt_steps": torch.tensor(steps),
-        "ckpt_weight": torch.stack([ckpts[s]["weight"].detach().clone() for s in steps]),
-        "ckpt_bias": torch.stack([ckpts[s]["bias"].detach().clone() for s in steps]),
-    }

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ibrobust.analysis.prelu_radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
+from ibrobust.kinds import MODELS
 
 # (norm, radius) columns of the paper's Table 1, in its order
 TABLE1_COLUMNS: list[tuple[str, float]] = [
@@ -62,8 +63,11 @@ def column_name(norm: str, eps: float) -> str:
 
 
 def model_p(entry: dict) -> float:
-    """The exponent p of a ``models`` entry (NaN for models that are not pReLU nets)."""
-    return float(entry.get("p", 1.0)) if entry.get("kind") == "prelu" else float("nan")
+    """The exponent p of a ``models`` entry (NaN for models that are not pReLU nets: kinds
+    without the capability ``alignment``, which reads their weights and p)."""
+    if not MODELS.of(entry)["alignment"]:
+        return float("nan")
+    return float(MODELS.setting(entry, "p"))
 
 
 def label_runs(df: pd.DataFrame, labels: dict) -> pd.DataFrame:
@@ -187,8 +191,9 @@ def _mean_std(vals: list[float]) -> tuple[float, float]:
 
 def table1(attack: list[dict], train: list[dict], labels: dict) -> pd.DataFrame:
     """Tidy Table 1: one row per (dataset, model, optimizer, supervision, column) with our
-    number (mean and std over seeds; worst case over the grid's attacks), the attacks and
-    their version, the points attacked, and the paper's / official pretrained models' number.
+    number (mean and std over seeds, and each seed's value in seed order; worst case over
+    the grid's attacks), the attacks and their version, the points attacked, and the
+    paper's / official pretrained models' number.
 
     ``attack``: per-job dicts (run keys + ``grid`` + the attack summary.json); ``train``:
     per-run dicts (run keys + metrics.json); ``labels``: {"models": {model: entry}}.
@@ -240,7 +245,9 @@ def _robust_rows(attack: list[dict], base: dict, p: float, ten: bool, ref: dict)
         ]
         if not found:
             continue
-        m, s = _mean_std([_acc_at(r, "worst", eps) for r in found])
+        found = sorted(found, key=lambda r: int(r["seed"]))
+        per_seed = [_acc_at(r, "worst", eps) for r in found]
+        m, s = _mean_std(per_seed)
         names = [a for a in found[0]["robust_acc"] if a != "worst"]
         settings = found[0].get("settings", {})
         paper = PAPER_TABLE1[(norm, eps)].get(int(p)) if ten and p == int(p) else None
@@ -255,6 +262,7 @@ def _robust_rows(attack: list[dict], base: dict, p: float, ten: bool, ref: dict)
                 "ours": m,
                 "ours_std": s,
                 "seeds": len(found),
+                "per_seed": " ".join(f"{v:.6g}" for v in per_seed),  # in seed order
                 "n_points": found[0]["n_points"],
                 "attacks": ",".join(names),
                 "attack_version": "; ".join(

@@ -4,10 +4,10 @@ The sweep is regime (k_w, k_x) x n x eps x algorithm x dataset draw. The workflo
 job per (regime, n, algorithm); inside it every draw x eps fraction is one problem of a
 single vectorised :func:`~ibrobust.training.robust_erm.train_robust_erm` call:
 
-* :func:`sample_test_set` / :func:`sample_train_draws` draw the data with exactly the
-  generator streams of :func:`~ibrobust.data.teacher.make_teacher_batch` (a unit test pins
-  this), so a training set of size n is a prefix of the one of size n' > n and all n share
-  the teacher and the test set of the seed;
+* :func:`~ibrobust.data.teacher.sample_test_set` /
+  :func:`~ibrobust.data.teacher.sample_train_draws` (the ``teacher`` dataset kind) draw the
+  data: a training set of size n is a prefix of the one of size n' > n and all n share the
+  teacher and the test set of the seed;
 * :func:`draw_margins` solves the exact l_inf margin gamma* of every draw (LP);
 * :func:`problem_grid` lays out B = draws x fractions problems, eps = fraction * gamma*
   of the problem's own draw (fraction 0 is plain ERM);
@@ -38,38 +38,29 @@ from ibrobust.analysis.linear_metrics import (
     normalized_linf_margin,
     robust_accuracy,
 )
-from ibrobust.data.teacher import TeacherConfig, sample_points, sample_teacher
+from ibrobust.data.teacher import (  # noqa: F401  (re-exported: the study's data)
+    sample_test_set,
+    sample_train_draws,
+    teacher_config,
+)
 from ibrobust.experiments.price_linear_algorithms import (  # noqa: F401  (re-exported)
     ALGORITHM_LABEL,
     METRICS,
-    STEEPEST_ALGORITHM,
     algorithm_label,
     algorithm_of,
+    linear_kind,
     regime_label,
 )
-from ibrobust.seeding import torch_generator
 from ibrobust.training.robust_erm import RobustERMConfig, RobustERMResult, train_robust_erm
-
-# registry keys each optimizer kind passes on to RobustERMConfig
-_KIND_KEYS = {
-    "steepest": ("scale", "c", "c_scale", "lr_max", "tie", "zero_subgradient"),
-    "diag_gd": ("alpha", "adaptive", "lr", "c", "c_scale", "lr_max", "zero_subgradient"),
-}
 
 
 # ---- configs and labels ------------------------------------------------------------------
-def teacher_config(dataset: Mapping, n_train: int = 1) -> TeacherConfig:
-    """Typed data config from a ``teacher`` dataset entry (``kind`` dropped) and n (the
-    test set and the teacher do not depend on n)."""
-    fields = {k: v for k, v in dataset.items() if k != "kind"}
-    return TeacherConfig(n_train=int(n_train), **fields)
-
-
 def erm_config(optimizer: Mapping, stopping: Mapping) -> RobustERMConfig:
     """RobustERMConfig of a registry entry; ``stopping`` (loss_threshold, max_iters) is the
     study's and so identical for every algorithm. ``lr_max: null`` means no cap."""
-    algorithm = algorithm_of(optimizer)
-    fields = {k: optimizer[k] for k in _KIND_KEYS[optimizer["kind"]] if k in optimizer}
+    kind = linear_kind(optimizer)  # its algorithm and RobustERMConfig fields
+    algorithm = kind.algorithm(optimizer)
+    fields = kind.erm_fields(optimizer)
     if fields.get("lr_max") is None:
         fields["lr_max"] = math.inf
     return RobustERMConfig(
@@ -81,30 +72,6 @@ def erm_config(optimizer: Mapping, stopping: Mapping) -> RobustERMConfig:
 
 
 # ---- data ------------------------------------------------------------------------------------
-def sample_test_set(
-    config: TeacherConfig, seed: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(w* (d,), x_test (n_test, d), y_test (n_test,)) of ``seed``: the streams of make_teacher_batch."""
-    w_star = sample_teacher(config, torch_generator(seed, "teacher", "w_star"))
-    x, y = sample_points(w_star, config.n_test, config, torch_generator(seed, "teacher", "test"))
-    return w_star, x, y
-
-
-def sample_train_draws(
-    config: TeacherConfig, seed: int, draws: Sequence[int]
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(x (R, n, d), y (R, n)): training draws of ``seed`` (rows of make_teacher_batch)."""
-    draws = [int(r) for r in draws]
-    if not draws:
-        raise ValueError("draws must name at least one draw, got []")
-    w_star = sample_teacher(config, torch_generator(seed, "teacher", "w_star"))
-    pts = [
-        sample_points(w_star, config.n_train, config, torch_generator(seed, "teacher", "train", r))
-        for r in draws
-    ]
-    return torch.stack([x for x, _ in pts]), torch.stack([y for _, y in pts])
-
-
 def draw_margins(x: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """(gamma* (R,), maximisers (R, d)): exact l_inf margin of every draw (LP, HiGHS)."""
     # imported here: scipy costs ~0.5 s per process and only the data jobs solve LPs
@@ -211,7 +178,6 @@ def metrics_table(
 __all__ = [
     "ALGORITHM_LABEL",
     "METRICS",
-    "STEEPEST_ALGORITHM",
     "ProblemGrid",
     "algorithm_label",
     "algorithm_of",

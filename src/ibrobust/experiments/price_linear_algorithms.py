@@ -1,5 +1,6 @@
 """Study PRICE-LIN's names, without torch: which robust-ERM algorithm an ``optimizers``
-registry entry runs, its figure label, a teacher regime's label and the metrics' names. The training glue
+registry entry runs (its kind's module says: ``algorithm``), its figure label, a teacher
+regime's label and the metrics' names. The training glue
 (:mod:`ibrobust.experiments.price_linear`) and the claims ledger (which runs in the Snakemake
 process and in a torch-free job) both import them from here."""
 
@@ -7,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# steepest descent w.r.t. a norm -> the robust_erm algorithm name
-STEEPEST_ALGORITHM = {"l2": "gd", "l1": "cd", "linf": "sd"}
+from ibrobust.kinds import OPTIMIZERS
+
 METRICS = (
     "train_robust_acc",
     "test_robust_acc",
@@ -24,21 +25,23 @@ METRICS = (
     "diverged",
     "log10_loss",
 )
+# robust_erm algorithm -> figure label
 ALGORITHM_LABEL = {"gd": "GD", "cd": "CD", "sd": "SD", "diag_gd": "diag-net GD"}
-OPTIMIZER_KINDS = ("steepest", "diag_gd")
+
+
+def linear_kind(optimizer: Mapping):
+    """The module of an optimizer entry's kind, which must train linear models (capability
+    ``trains: linear``; ValueError naming the kind otherwise)."""
+    kind = optimizer.get("kind")
+    if OPTIMIZERS.capability(kind, "trains") != "linear":
+        linear = [k for k in OPTIMIZERS.kinds() if OPTIMIZERS.capability(k, "trains") == "linear"]
+        raise ValueError(f"optimizer kind must be one of {linear} here, got {kind!r}")
+    return OPTIMIZERS.load(kind)
 
 
 def algorithm_of(optimizer: Mapping) -> str:
     """robust_erm algorithm (gd / cd / sd / diag_gd) of an ``optimizers`` registry entry."""
-    kind = optimizer.get("kind")
-    if kind == "steepest":
-        norm = optimizer.get("norm", "l2")
-        if norm not in STEEPEST_ALGORITHM:
-            raise ValueError(f"norm must be one of {tuple(STEEPEST_ALGORITHM)}, got {norm!r}")
-        return STEEPEST_ALGORITHM[norm]
-    if kind == "diag_gd":
-        return "diag_gd"
-    raise ValueError(f"optimizer kind must be one of {OPTIMIZER_KINDS} here, got {kind!r}")
+    return linear_kind(optimizer).algorithm(optimizer)
 
 
 def algorithm_label(optimizer: Mapping) -> str:

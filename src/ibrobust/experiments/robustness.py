@@ -1,5 +1,6 @@
 """Robustness evaluation of one trained model: every attack over a radius grid, the worst
-case, critical radii, clean accuracy and (for the robust reference) the analytic radius.
+case, critical radii, clean accuracy and (for a model kind with exact radii, e.g. the robust
+reference) the exact radius.
 
 :func:`evaluate_robustness` is what the workflow's attack jobs run; the model is read as a
 binary classifier through each of ``readouts`` (:func:`ibrobust.models.readout.with_readout`):
@@ -14,6 +15,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from ibrobust import kinds
 from ibrobust.analysis.robustness import critical_radius
 from ibrobust.attacks.suite import (
     AttackContext,
@@ -25,7 +27,6 @@ from ibrobust.attacks.tasks import correct_in_batches
 from ibrobust.data.dataset import Dataset
 from ibrobust.models.readout import READOUTS, with_readout
 from ibrobust.models.registry import load_model
-from ibrobust.models.robust_reference import analytic_radius
 
 
 def attack_points(data: Dataset, points: int | None, task: str, where: str = "data"):
@@ -85,8 +86,8 @@ def evaluate_robustness(
         model = with_readout(net, readout)
         correct = correct_in_batches(ctx.task, model, test.x, test.y, test.fine, 1000)
         summary["clean_acc"] = float(correct.float().mean())
-        if state.get("kind") == "robust_reference":
-            r = analytic_radius(net, test.x, test.y)
+        if kinds.MODELS.capability(state["kind"], "exact_radii"):
+            r = kinds.MODELS.load(state["kind"]).exact_radius(net, test.x, test.y)
             summary["analytic_radius_median"] = float(r.nanmedian())
             summary["analytic_critical_radius"] = float(r.nanquantile(0.5))
         out[readout] = (tables[readout], summary)

@@ -1,6 +1,8 @@
-"""Image classifiers of Study FA-IMAGES: an MLP, a small CNN and ResNet-18, as H-head nets.
+"""The head nets of Study FA-IMAGES' image classifiers (a library module, not a kind).
 
-Every net is a :class:`HeadNet`: a feature extractor ``body`` (images -> penultimate
+The model kinds ``mlp``, ``cnn`` and ``resnet18`` (:mod:`ibrobust.models.mlp`,
+:mod:`~ibrobust.models.cnn`, :mod:`~ibrobust.models.resnet18`) each give a feature
+extractor ``body``; this module turns it into a net. Every net is a :class:`HeadNet`: a feature extractor ``body`` (images -> penultimate
 embedding (n, F)) followed by a linear ``head`` (F -> H logits), plus the project's model
 contract: a ``readout`` buffer (H,) with ``binary_score(x) = forward(x) @ readout``. With
 2-class supervision H = 2 and readout = (+1, -1) (so cross-entropy on the two logits is the
@@ -16,20 +18,25 @@ head (one per logit) and the penultimate embedding they act on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 
 import torch
 from torch import nn
 
+from ibrobust import kinds
 from ibrobust.models.readout import binary_score
 from ibrobust.seeding import torch_generator
 
-IMAGE_MODEL_KINDS = ("mlp", "cnn", "resnet18")
+# a kind's feature extractor: (input shape, config) -> (body, embedding width F)
+Body = Callable[[tuple[int, ...], "ImageModelConfig"], tuple[nn.Module, int]]
 
 
 @dataclass(frozen=True)
 class ImageModelConfig:
-    kind: str = "cnn"
+    """The settings of the head-net kinds (their union; a kind's fragment says which are its)."""
+
+    kind: str = "cnn"  # a model kind whose module gives ``body`` (mlp, cnn or resnet18)
     hidden: tuple[int, ...] = (256,)  # mlp: hidden widths; cnn: widths of the dense layers
     channels: tuple[int, ...] = (32, 64)  # cnn: conv widths (each conv 5x5 'same' + 2x2 pool)
     kernel: int = 5  # cnn: conv kernel size
@@ -39,8 +46,14 @@ class ImageModelConfig:
     channels_last: bool = False
 
     def __post_init__(self) -> None:
-        if self.kind not in IMAGE_MODEL_KINDS:
-            raise ValueError(f"kind must be one of {IMAGE_MODEL_KINDS}, got {self.kind!r}")
+        # a setting away from its default must be one of the kind's (its schema fragment)
+        settings = kinds.MODELS.fragment(self.kind).get("properties", {})
+        for f in fields(self):
+            if f.name not in settings and getattr(self, f.name) != f.default:
+                raise ValueError(
+                    f"{f.name} is not a setting of model kind {self.kind!r} "
+                    f"(its settings: {sorted(set(settings) - {'kind'})})"
+                )
         if self.normalize not in ("none", "center", "standardize"):
             raise ValueError(
                 f"normalize must be 'none', 'center' or 'standardize', got {self.normalize!r}"
@@ -53,8 +66,6 @@ class ImageModelConfig:
             raise ValueError(f"kernel must be a positive odd integer, got {self.kernel}")
         if self.width < 1:
             raise ValueError(f"width must be >= 1, got {self.width}")
-        if self.channels_last and self.kind != "cnn":
-            raise ValueError(f"channels_last is a cnn option, got kind {self.kind!r}")
 
 
 def image_config_from_dict(d: dict) -> ImageModelConfig:
@@ -73,7 +84,7 @@ class HeadNet(nn.Module):
     """``head(body((x - mean) / std))``: (n, C, H, W) in [0, 1] -> (n, H) logits."""
 
     neurons_read_input = False  # neurons() act on x itself (not on a learned embedding)
-    channels_last = False  # NHWC activations; set by build_image_model (cnn, channels_last)
+    channels_last = False  # NHWC activations; set by head_net (cnn, channels_last)
 
     def __init__(
         self,
@@ -109,7 +120,8 @@ class HeadNet(nn.Module):
         return torch.arange(self.readout.numel())
 
 
-def _mlp(in_features: int, hidden: tuple[int, ...]) -> tuple[nn.Module, int]:
+def dense(in_features: int, hidden: tuple[int, ...]) -> tuple[nn.Module, int]:
+    """Flatten, then Linear + ReLU per hidden width: (body, its output width)."""
     layers: list[nn.Module] = [nn.Flatten()]
     width = in_features
     for h in hidden:
@@ -118,55 +130,11 @@ def _mlp(in_features: int, hidden: tuple[int, ...]) -> tuple[nn.Module, int]:
     return nn.Sequential(*layers), width
 
 
-def _cnn(shape: tuple[int, int, int], cfg: ImageModelConfig) -> tuple[nn.Module, int]:
-    c, h, w = shape
-    layers: list[nn.Module] = []
-    for out in cfg.channels:
-        layers += [
-            nn.Conv2d(c, out, cfg.kernel, padding=cfg.kernel // 2),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-        ]
-        c, h, w = out, h // 2, w // 2
-    if h < 1 or w < 1:
-        raise ValueError(f"{len(cfg.channels)} pooling stages are too many for input {shape}")
-    dense, width = _mlp(c * h * w, cfg.hidden)
-    return nn.Sequential(*layers, dense), width
-
-
-class _BasicBlock(nn.Module):
-    def __init__(self, c_in: int, c_out: int, stride: int):
-        super().__init__()
-        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(c_out)
-        self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(c_out)
-        self.short = (
-            nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
-            if stride != 1 or c_in != c_out
-            else nn.Identity()
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.relu(self.bn1(self.conv1(x)))
-        return torch.relu(self.bn2(self.conv2(out)) + self.short(x))
-
-
-def _resnet18(channels: int, width: int) -> tuple[nn.Module, int]:
-    """ResNet-18 for small images (He et al. 2016, the CIFAR variant: 3x3 stem, no max-pool)."""
-    layers: list[nn.Module] = [
-        nn.Conv2d(channels, width, 3, 1, 1, bias=False),
-        nn.BatchNorm2d(width),
-        nn.ReLU(),
-    ]
-    c = width
-    for stage, mult in enumerate((1, 2, 4, 8)):
-        out = width * mult
-        for block in range(2):
-            layers.append(_BasicBlock(c, out, 2 if stage > 0 and block == 0 else 1))
-            c = out
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
-    return nn.Sequential(*layers), c
+def image_shape(shape: tuple[int, ...], kind: str) -> tuple[int, int, int]:
+    """``shape`` when it is an image's (C, H, W); ValueError naming ``kind`` otherwise."""
+    if len(shape) != 3:
+        raise ValueError(f"{kind} needs image inputs (C, H, W), got shape {shape}")
+    return shape  # type: ignore[return-value]
 
 
 def _normalisation(
@@ -185,11 +153,36 @@ def _normalisation(
     return flat.mean(1).reshape(per_channel), flat.std(1).clamp_min(1e-6).reshape(per_channel)
 
 
-def build(spec: dict, ctx) -> HeadNet:
-    """The ``mlp`` / ``cnn`` / ``resnet18`` kinds of :mod:`ibrobust.models.registry`."""
+def build_head_net(spec: dict, ctx, body: Body) -> HeadNet:
+    """A kind's ``build``: the models entry ``spec`` as a :class:`HeadNet` on ``body``, its
+    init drawn from the stream ``(seed, "model", <kind>, "init")``."""
     cfg = image_config_from_dict(spec)
     gen = torch_generator(ctx.seed, "model", cfg.kind, "init")
-    return build_image_model(cfg, ctx.input_shape, ctx.readout, gen, ctx.train_x)
+    return head_net(cfg, body, ctx.input_shape, ctx.readout, gen, ctx.train_x)
+
+
+def head_net(
+    cfg: ImageModelConfig,
+    body: Body,
+    input_shape: tuple[int, ...],
+    readout: torch.Tensor,
+    gen: torch.Generator,
+    train_x: torch.Tensor | None = None,
+) -> HeadNet:
+    """A freshly initialised :class:`HeadNet` on the feature extractor ``body(shape, cfg)``.
+
+    The initialisation is PyTorch's default (Kaiming-uniform) drawn from ``gen``, so the
+    same generator state gives the same weights.
+    """
+    shape = tuple(int(s) for s in input_shape)
+    net_body, feats = body(shape, cfg)
+    mean, std = _normalisation(cfg, shape, train_x)
+    net = HeadNet(net_body, feats, readout, mean, std)
+    _reinit(net, gen)
+    if cfg.channels_last:  # after the init: the same weights, stored NHWC
+        net.channels_last = True
+        net.to(memory_format=torch.channels_last)
+    return net
 
 
 def build_image_model(
@@ -199,28 +192,9 @@ def build_image_model(
     gen: torch.Generator,
     train_x: torch.Tensor | None = None,
 ) -> HeadNet:
-    """A freshly initialised :class:`HeadNet` for inputs of ``input_shape`` ((C, H, W) images;
-    the MLP also takes flat (d,) inputs).
-
-    The initialisation is PyTorch's default (Kaiming-uniform) drawn from ``gen``, so the
-    same generator state gives the same weights.
-    """
-    shape = tuple(int(s) for s in input_shape)
-    if cfg.kind == "mlp":  # any input shape: flattened
-        body, feats = _mlp(int(torch.tensor(shape).prod()), cfg.hidden)
-    elif len(shape) != 3:
-        raise ValueError(f"{cfg.kind} needs image inputs (C, H, W), got shape {shape}")
-    elif cfg.kind == "cnn":
-        body, feats = _cnn(shape, cfg)  # type: ignore[arg-type]
-    else:
-        body, feats = _resnet18(shape[0], cfg.width)
-    mean, std = _normalisation(cfg, shape, train_x)
-    net = HeadNet(body, feats, readout, mean, std)
-    _reinit(net, gen)
-    if cfg.channels_last:  # after the init: the same weights, stored NHWC
-        net.channels_last = True
-        net.to(memory_format=torch.channels_last)
-    return net
+    """:func:`head_net` on the ``body`` of ``cfg.kind``'s module (for callers that build a
+    net from a typed config, e.g. the benchmarks)."""
+    return head_net(cfg, kinds.MODELS.load(cfg.kind).body, input_shape, readout, gen, train_x)
 
 
 def _reinit(net: nn.Module, gen: torch.Generator) -> None:

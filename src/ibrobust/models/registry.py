@@ -3,10 +3,13 @@
 Every model follows one contract (see models/two_layer.py): ``forward(x)`` gives (n, H)
 logits, the buffer ``readout`` (H,) maps them to the binary score ``binary_score(x)``, and
 ``embed(x)`` / ``neurons()`` / ``neuron_heads()`` expose what the cosine analysis reads.
-Each kind's module (:data:`ibrobust.kinds.MODELS`) exposes ``build(spec, ctx)``, and
-optionally ``readout_for(spec, supervision, sign)`` when its heads differ from
-:func:`ibrobust.models.readout.readout_for` (:func:`model_readout`); it is loaded on
-demand, so a job's code hash covers only its own model's module.
+Each kind's module (:data:`ibrobust.kinds.MODELS`) exposes ``build(spec, ctx)`` (a
+constructed kind: ``construct(spec, data)``, :func:`construct_model`), and optionally
+``readout_for(spec, supervision, sign)`` when its heads differ from
+:func:`ibrobust.models.readout.readout_for` (:func:`model_readout`) and
+``checkpoint_fields(init, checkpoints, last)`` when its iterates are saved another way
+(:func:`checkpoint_fields`); it is loaded on demand, so a job's code hash covers only its
+own model's module.
 
 A saved model is a plain dict of tensors and primitives (``torch.load(weights_only=True)``)
 holding the ``kind``, the registry ``config`` and what the builder needs to rebuild the
@@ -38,7 +41,7 @@ class BuildContext:
 
 
 def _module(kind: str | None):
-    return kinds.load(kinds.MODELS, kind, "model")
+    return kinds.MODELS.load(kind)
 
 
 def model_readout(spec: dict, supervision: str, sign: torch.Tensor) -> torch.Tensor:
@@ -54,6 +57,22 @@ def model_readout(spec: dict, supervision: str, sign: torch.Tensor) -> torch.Ten
 def build_model(spec: dict, ctx: BuildContext) -> nn.Module:
     """A freshly initialised model for the registry entry ``spec`` (``{"kind": ..., ...}``)."""
     return _module(spec.get("kind")).build(spec, ctx)
+
+
+def construct_model(spec: dict, data) -> nn.Module:
+    """The net of a constructed kind (capability ``constructed``), built from ``data``."""
+    return _module(spec.get("kind")).construct(spec, data)
+
+
+def checkpoint_fields(spec: dict, init: dict, ckpts: dict, last: int) -> dict:
+    """What a saved model keeps of its iterates (epoch -> state dict, ``init`` = epoch 0):
+    the kind module's ``checkpoint_fields(init, ckpts, last)`` when it has one (two-layer
+    nets: stacked tensors, which the lambda decomposition reads), else the state dicts of
+    the epochs between the first and the last (``checkpoints``)."""
+    module = _module(spec.get("kind"))
+    if hasattr(module, "checkpoint_fields"):
+        return module.checkpoint_fields(init, ckpts, last)
+    return {"checkpoints": {str(e): s for e, s in ckpts.items() if e not in (0, last)}}
 
 
 def model_state(net: nn.Module, spec: dict, ctx: BuildContext | None, **extra: Any) -> dict:

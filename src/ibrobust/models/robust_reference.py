@@ -19,7 +19,28 @@ import torch
 from ibrobust.models.two_layer import TwoLayerFixed, from_state, to_state
 
 # the reference is a TwoLayerFixed: it is saved and loaded in the two-layer file format
-__all__ = ["TwoLayerFixed", "analytic_radius", "from_state", "robust_reference_net", "to_state"]
+__all__ = [
+    "TwoLayerFixed",
+    "analytic_radius",
+    "construct",
+    "exact_radius",
+    "from_state",
+    "robust_reference_net",
+    "to_state",
+]
+
+
+def construct(spec: dict, data) -> TwoLayerFixed:
+    """The ``robust_reference`` kind (constructed, not trained): the net of a models entry
+    on ``data``'s cluster means and signs (ValueError without them)."""
+    if data.means is None:
+        raise ValueError("the robust reference needs synthetic cluster data (cluster means)")
+    return robust_reference_net(data.means, data.sign, beta=spec["beta"])
+
+
+def exact_radius(net: TwoLayerFixed, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The kind's exact radii (capability ``exact_radii``): :func:`analytic_radius`."""
+    return analytic_radius(net, x, y)
 
 
 def robust_reference_net(

@@ -103,3 +103,16 @@ def to_state(net: TwoLayerFixed, **extra) -> dict:
 
 def from_state(state: dict) -> TwoLayerFixed:
     return TwoLayerFixed(state["weight"], state["bias"], state["readout"])
+
+
+def checkpoint_fields(init: dict, ckpts: dict, last: int) -> dict:
+    """The saved iterates as stacked tensors (what the lambda decomposition reads): the
+    init and every checkpoint's weight (S, H, m, d) and bias (S, H, m) at ``ckpt_steps``."""
+    steps = sorted(ckpts)
+    return {
+        "init_weight": init["weight"],
+        "init_bias": init["bias"],
+        "ckpt_steps": torch.tensor(steps),
+        "ckpt_weight": torch.stack([ckpts[s]["weight"].detach().clone() for s in steps]),
+        "ckpt_bias": torch.stack([ckpts[s]["bias"].detach().clone() for s in steps]),
+    }

@@ -7,6 +7,7 @@ CSV, so a figure can be redrawn from its CSV alone.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import matplotlib
 import matplotlib.ticker
@@ -17,14 +18,21 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ibrobust.experiments.fa_scaling import loglog_slope  # noqa: E402
-from ibrobust.plotting.style import heatmap, set_style  # noqa: E402
+from ibrobust.plotting.style import (  # noqa: E402
+    SUPERVISION_COLORS,
+    heatmap,
+    label_color,
+    set_style,
+)
 
 COMBO = ["dataset", "model", "optimizer"]
-PALETTE = {"binary": "tab:red", "multiclass": "tab:blue", "robust reference": "tab:green"}
+PALETTE = SUPERVISION_COLORS  # a curve of a model kind's label: label_color
 
 
-def _label(row) -> str:
-    return "robust reference" if row["model_kind"] == "robust_reference" else row["supervision"]
+def _labels(df: pd.DataFrame, model_labels: Mapping[str, str | None]) -> list[str]:
+    """Each row's curve: its model's kind label (e.g. the robust reference), else its
+    supervision."""
+    return [model_labels.get(m) or s for m, s in zip(df.model, df.supervision, strict=True)]
 
 
 def cosine_heatmaps(df: pd.DataFrame, cmap: str = "RdBu_r", style: str = "whitegrid") -> plt.Figure:
@@ -118,14 +126,20 @@ def _spread(g: pd.Series, how: str) -> tuple[float, float, float]:
 
 
 def robust_curves(
-    df: pd.DataFrame, d: int, k: int, spread: str = "sd", style: str = "whitegrid"
+    df: pd.DataFrame,
+    model_labels: Mapping[str, str | None],
+    d: int,
+    k: int,
+    spread: str = "sd",
+    style: str = "whitegrid",
 ) -> plt.Figure:
     """Robust accuracy vs l2 radius, one row per binary readout (column ``readout``; the
     2-class and reference nets, which have one score, repeat in each row): the worst case
     over attacks of that readout (left) and every attack (right), mean and spread over
-    seeds, for binary / multi-class training and the robust reference."""
+    seeds, one curve per supervision and per model kind label (``model_labels``: model ->
+    label or None, e.g. the robust reference's)."""
     set_style(style)
-    df = df.assign(label=df.apply(_label, axis=1))
+    df = df.assign(label=_labels(df, model_labels))
     if "readout" not in df:
         df = df.assign(readout="sum")
     readouts = list(dict.fromkeys(df.readout))
@@ -146,8 +160,8 @@ def _robust_row(axes, df: pd.DataFrame, d: int, k: int, spread: str) -> None:
     for lab, g in worst.groupby("label", sort=False):
         stats = np.array([_spread(gg.robust_acc, spread) for _, gg in g.groupby("eps")])
         eps = np.array(sorted(g.eps.unique()))
-        axes[0].plot(eps, stats[:, 0], marker="o", ms=3, color=PALETTE.get(lab), label=lab)
-        axes[0].fill_between(eps, stats[:, 1], stats[:, 2], color=PALETTE.get(lab), alpha=0.2)
+        axes[0].plot(eps, stats[:, 0], marker="o", ms=3, color=label_color(lab), label=lab)
+        axes[0].fill_between(eps, stats[:, 1], stats[:, 2], color=label_color(lab), alpha=0.2)
     ls = {"pgd_margin": "-", "pgd_ce": "--", "universal": ":"}
     for (lab, att), g in df[df.attack != "worst"].groupby(["label", "attack"], sort=False):
         mean = g.groupby("eps").robust_acc.mean()
@@ -155,7 +169,7 @@ def _robust_row(axes, df: pd.DataFrame, d: int, k: int, spread: str) -> None:
             mean.index,
             mean.values,
             ls=ls.get(att, "-."),
-            color=PALETTE.get(lab),
+            color=label_color(lab),
             label=f"{lab}: {att}",
         )
     for ax in axes:
@@ -173,7 +187,7 @@ def _robust_row(axes, df: pd.DataFrame, d: int, k: int, spread: str) -> None:
 
 
 READOUT_STYLE = {"sum": "-", "argmax": "--", "log_odds": ":"}
-MARKER = {"binary": "o", "multiclass": "s", "robust reference": "^"}
+MARKER = {"binary": "o", "multiclass": "s"}  # a model kind's label: "^"
 
 
 def critical_radius_scaling(df: pd.DataFrame, style: str = "whitegrid") -> plt.Figure:
@@ -194,10 +208,10 @@ def critical_radius_scaling(df: pd.DataFrame, style: str = "whitegrid") -> plt.F
                 s.value,
                 s["mean"],
                 yerr=s["std"].fillna(0),
-                marker=MARKER.get(lab, "o"),
+                marker=MARKER.get(lab, "^"),
                 ls=READOUT_STYLE.get(ro, "-.") if lab == "multiclass" else "-",
                 capsize=3,
-                color=PALETTE.get(lab),
+                color=label_color(lab),
                 label=f"{lab}, {ro if lab == 'multiclass' else 'one score'} (slope {slope:.2f})",
             )
         th = sub.drop_duplicates("value").sort_values("value")

@@ -15,9 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ibrobust.plotting.style import set_style  # noqa: E402
+from ibrobust.plotting.style import label_color, set_style  # noqa: E402
 
-PALETTE = {"binary": "tab:red", "multiclass": "tab:blue", "robust reference": "tab:green"}
 MARKERS = {"sum": "o", "log_odds": "^", "argmax": "s"}
 
 
@@ -35,7 +34,7 @@ def margin_gradient_figure(
         kw = dict(
             s=6,
             alpha=0.35,
-            color=PALETTE.get(label),
+            color=label_color(label),
             marker=MARKERS.get(readout, "x"),
             label=f"{label}, {readout}" if label == "multiclass" else label,
         )

@@ -15,6 +15,15 @@ import matplotlib.style
 import numpy as np
 
 STYLES = ("white", "whitegrid", "darkgrid", "ticks")
+# one colour per supervision; a model named by its kind's label instead (capability ``label``
+# of ibrobust.kinds.MODELS, e.g. the robust reference) gets LABELLED
+SUPERVISION_COLORS = {"binary": "tab:red", "multiclass": "tab:blue"}
+LABELLED = "tab:green"
+
+
+def label_color(label: str) -> str:
+    """The colour of a curve labelled by a supervision or by a model kind's label."""
+    return SUPERVISION_COLORS.get(label, LABELLED)
 
 
 def set_style(style: str) -> None:

@@ -2,84 +2,69 @@
 
 A study kind ``<kind>`` is the package ``ibrobust.studies.<kind>`` (its config checks, its
 planning: which parts it trains, which dataset sweeps it derives, which outputs a study
-entry of the kind builds; and its claims) with its schema fragment ``schema.yaml`` beside
-it, and the rules file ``rules/<RULES>`` with its rules and input functions. This module
-is the registry: one line per kind. The config validation (:mod:`ibrobust.config`), the
-Snakefile (which includes the registered rules files) and the targets read it; none of
-them names a kind.
+entry of the kind builds) with its schema fragment ``schema.yaml`` beside it, whose
+``x-kind`` names its rules file (``rules``) and whether it trains through the generic
+network rules (``network``). The registry is :data:`ibrobust.kinds.STUDIES` (one line per
+kind); this module holds thin helpers over it. The config validation, the Snakefile
+(which includes the registered rules files) and the targets read them; none names a kind.
+
+A kind's package defines ``check`` and ``outputs``; ``task``, ``sweeps``, ``parts`` and
+``optimizer_sweeps`` are optional (:func:`hook` gives the default; see
+:class:`ibrobust.kinds.StudyKind`).
 
 This module imports nothing heavy: the Snakefile reads it while parsing.
 """
 
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
-from types import ModuleType
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
-import yaml
-
-# study kind -> its package (the package's RULES names its rules file under rules/)
-REGISTRY: dict[str, str] = {
-    "feature_averaging": "ibrobust.studies.feature_averaging",
-    "feature_averaging_images": "ibrobust.studies.feature_averaging_images",
-    "price_linear": "ibrobust.studies.price_linear",
-    "prelu": "ibrobust.studies.prelu",
-    "attack_audit": "ibrobust.studies.attack_audit",
-    "price_nn": "ibrobust.studies.price_nn",
-    "margin": "ibrobust.studies.margin",
-}
-
-
-class StudyKind(Protocol):
-    """What a study kind's package exposes (module attributes and functions)."""
-
-    RULES: str  # its rules file, relative to rules/
-    NETWORK: bool  # trains through the generic dataset -> train -> analyze/attack rules
-    claims: tuple  # its claim declarations (ibrobust.claims); () until declared
-
-    def check(self, cfg: dict, st: dict, where: str) -> None:
-        """Cross-checks of one study entry (ConfigError naming the key path)."""
-
-    def sweeps(self, st: dict) -> list[tuple[str, str, list]]:
-        """(base dataset, key, values) of the dataset variants the study derives."""
-
-    def parts(self, cfg: dict, st: dict) -> list[dict[str, Any]]:
-        """The cross products a network study trains (each with its ``part`` name)."""
-
-    def task(self, supervision: str) -> str:
-        """What counts as correct for a model of this supervision: binary or fine."""
-
-    def outputs(self, cfg: dict, name: str, default: bool) -> list[str]:
-        """Every file ``snakemake <name>`` builds (``default``: the default target's)."""
-
-
-def module_name(kind: str) -> str:
-    try:
-        return REGISTRY[kind]
-    except KeyError:
-        raise ValueError(f"unknown study kind {kind!r}; known: {sorted(REGISTRY)}") from None
+from ibrobust.kinds import STUDIES, StudyKind
 
 
 def load(kind: str) -> StudyKind:
     """The package of a study kind (ValueError naming it if unknown)."""
-    module: ModuleType = importlib.import_module(module_name(kind))
-    return module  # type: ignore[return-value]
+    return STUDIES.load(kind)  # type: ignore[return-value]
 
 
-def package_dir(kind: str) -> Path:
-    return Path(__file__).resolve().parent / module_name(kind).rsplit(".", 1)[1]
+def _task(supervision: str) -> str:
+    return "binary"  # a k-class model is judged by its binary readout
 
 
-def schema_fragment(kind: str) -> dict:
-    """The JSON-schema definition of a study entry of ``kind`` (its ``schema.yaml``)."""
-    return yaml.safe_load((package_dir(kind) / "schema.yaml").read_text())
+def _none(*args: Any) -> list:
+    return []
 
 
-def rules_files() -> list[str]:
-    """The rules files of every registered kind (relative to rules/), in registry order."""
-    return [load(kind).RULES for kind in REGISTRY]
+def _parts(kind: str) -> Callable[[dict, dict], list[dict[str, Any]]]:
+    def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
+        return [dict(st, part="main")] if STUDIES.capability(kind, "network") else []
+
+    return parts
+
+
+OPTIONAL = ("task", "sweeps", "optimizer_sweeps", "parts")
+
+
+def hook(kind: str, name: str) -> Callable:
+    """The study kind's ``name`` function, or its default: ``task`` -> "binary" (what
+    counts as correct: the binary readout), ``sweeps`` / ``optimizer_sweeps`` -> none,
+    ``parts`` -> the study itself as its one part "main" (network studies; else none)."""
+    if name not in OPTIONAL:
+        raise ValueError(f"{name!r} is not an optional study hook {OPTIONAL}")
+    found = getattr(load(kind), name, None)
+    if found is not None:
+        return found
+    return {"task": _task, "sweeps": _none, "optimizer_sweeps": _none}.get(name) or _parts(kind)
+
+
+def rules_files() -> dict[str, str]:
+    """Study kind -> its rules file (relative to rules/), in registry order."""
+    return {
+        kind: STUDIES.capability(kind, "rules")
+        for kind in STUDIES.kinds()
+        if STUDIES.capability(kind, "rules")
+    }
 
 
 def studies_of(cfg: dict, kind: str) -> list[str]:

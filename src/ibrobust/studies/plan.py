@@ -21,7 +21,7 @@ Run = tuple[str, str, str, str, int]
 
 def all_parts(cfg: dict, study: str) -> list[dict[str, Any]]:
     st = cfg["studies"][study]
-    return studies.load(st["kind"]).parts(cfg, st)
+    return studies.hook(st["kind"], "parts")(cfg, st)
 
 
 def study_parts(cfg: dict, study: str, names: list[str] | None = None) -> list[dict[str, Any]]:

@@ -4,11 +4,15 @@ One loop serves every study and architecture, so that a cross-paper experiment (
 descent on the feature-averaging clusters, a pReLU net under 10-class supervision) is a
 config entry:
 
-* ``algorithm="gd"``: full-batch steepest descent w.r.t. ``norm`` (l2 = gradient descent,
-  linf = sign descent, l1 = coordinate descent; :class:`ibrobust.optim.SteepestDescent`)
-  with a constant step ``lr``; one epoch = one step.
-* ``algorithm="sgd"`` / ``"adam"``: minibatches of ``batch_size`` (None = full batch) in an
-  order drawn from the seed's own generator, so the same seed gives the same iterates.
+* ``algorithm`` is an optimizer kind that trains networks (:data:`ibrobust.kinds.OPTIMIZERS`,
+  capability ``trains: network``); its module builds the torch optimizer
+  (``torch_optimizer``) and maps a config entry to this module's fields (``train_fields``):
+  ``"gd"``: full-batch steepest descent w.r.t. ``norm`` (l2 = gradient descent, linf =
+  sign descent, l1 = coordinate descent; :class:`ibrobust.optim.SteepestDescent`) with a
+  constant step ``lr``; ``"sgd"`` / ``"adam"``: minibatches.
+* A full-batch kind (capability ``full_batch``) steps once per epoch on the whole training
+  set; the others take minibatches of ``batch_size`` (None = full batch) in an order drawn
+  from the seed's own generator, so the same seed gives the same iterates.
 
 Losses (:func:`ibrobust.training.losses.supervised_loss`; ``loss="auto"``): logistic on
 the binary score for 2-class supervision, cross-entropy on the heads for k-class
@@ -31,7 +35,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ibrobust.optim.steepest import NORMS, SCALES, SteepestDescent
+from ibrobust.kinds import OPTIMIZERS
+from ibrobust.optim.steepest import NORMS, SCALES
 from ibrobust.seeding import torch_generator
 from ibrobust.training.adversarial import (
     AdversarialConfig,
@@ -41,12 +46,10 @@ from ibrobust.training.adversarial import (
 from ibrobust.training.losses import LOSSES, supervised_correct, supervised_loss
 from ibrobust.training.protocol import Fitted
 
-ALGORITHMS = ("gd", "sgd", "adam")
-
 
 @dataclass(frozen=True)
 class NetTrainConfig:
-    algorithm: str = "adam"
+    algorithm: str = "adam"  # an optimizer kind that trains networks (ibrobust.kinds.OPTIMIZERS)
     lr: float = 1e-3
     max_epochs: int = 10  # gd: steps
     batch_size: int | None = 128  # None = full batch (gd always uses the full batch)
@@ -65,8 +68,8 @@ class NetTrainConfig:
     adversarial: AdversarialConfig | None = None
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        if self.algorithm not in networks():
+            raise ValueError(f"algorithm must be one of {networks()}, got {self.algorithm!r}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if self.max_epochs < 1:
@@ -88,6 +91,11 @@ class NetTrainConfig:
             raise ValueError(f"adversarial must be an AdversarialConfig, got {self.adversarial!r}")
 
 
+def networks() -> tuple[str, ...]:
+    """The optimizer kinds that train networks (capability ``trains: network``)."""
+    return tuple(k for k in OPTIMIZERS.kinds() if OPTIMIZERS.capability(k, "trains") == "network")
+
+
 def checkpoint_epochs(max_epochs: int, n: int) -> set[int]:
     """``n`` log-spaced epochs in [1, max_epochs] (duplicates dropped); none when n = 0."""
     if n == 0:
@@ -104,18 +112,24 @@ class NetTrainResult:
 
 
 def _optimizer(params, cfg: NetTrainConfig) -> torch.optim.Optimizer:
-    if cfg.algorithm == "gd":
-        return SteepestDescent(params, lr=cfg.lr, norm=cfg.norm, scale=cfg.scale)
-    if cfg.algorithm == "sgd":
-        return torch.optim.SGD(
-            params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+    """The torch optimizer of ``cfg.algorithm``'s kind module (its ``torch_optimizer``)."""
+    return OPTIMIZERS.load(cfg.algorithm).torch_optimizer(params, cfg)
+
+
+def resolve_device(device: torch.device | str | None = None) -> torch.device:
+    """The torch device of the config key ``device``: ``"auto"`` / None = CUDA when
+    ``torch.cuda.is_available()``, else the CPU; ``"cpu"``, ``"cuda"`` or any torch device
+    as given. ``"cuda"`` where CUDA is not available is a ValueError naming the key (not a
+    torch error deep inside the first training step)."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"config key device: {str(device)!r}, but torch.cuda.is_available() is False on "
+            "this machine; use device: auto (CUDA when present, else the CPU) or cpu"
         )
-    return torch.optim.Adam(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
-
-
-def default_device() -> torch.device:
-    """CUDA when present, else the CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return dev
 
 
 def _epoch(model, x, y, fine, supervision, cfg, opt, bs, gen, perturb, epoch) -> tuple[float, int]:
@@ -151,9 +165,9 @@ def _epoch(model, x, y, fine, supervision, cfg, opt, bs, gen, perturb, epoch) ->
 
 
 def _direct_params(opt: torch.optim.Optimizer) -> list[torch.Tensor] | None:
-    """The parameters of an optimizer that takes explicit gradients (steepest descent), in
-    its order; None for one that reads ``.grad`` (SGD, Adam)."""
-    if not isinstance(opt, SteepestDescent):
+    """The parameters of an optimizer that takes explicit gradients (``apply_gradients``:
+    steepest descent), in its order; None for one that reads ``.grad`` (SGD, Adam)."""
+    if not callable(getattr(opt, "apply_gradients", None)):
         return None
     return [p for group in opt.param_groups for p in group["params"]]
 
@@ -190,11 +204,12 @@ def train_network(
     ``on_eval(model) -> {name: value}``: the curve point (e.g. clean and robust train / test
     accuracy, :mod:`ibrobust.training.curves`), taken every ``cfg.eval_every`` epochs and
     at the last one, merged into that epoch's history row (and passed to ``on_log``)."""
-    device = default_device() if device in (None, "auto") else torch.device(device)
+    device = resolve_device(device)
     model.to(device).train()
     x, y, fine = x.to(device), y.to(device), fine.to(device)
     n = x.shape[0]
-    bs = n if cfg.algorithm == "gd" or cfg.batch_size is None else min(cfg.batch_size, n)
+    full = OPTIMIZERS.capability(cfg.algorithm, "full_batch") or cfg.batch_size is None
+    bs = n if full else min(cfg.batch_size, n)
     opt = _optimizer([p for p in model.parameters() if p.requires_grad], cfg)
     gen = torch_generator(seed, "train", "shuffle")
     ckpt_at = checkpoint_epochs(cfg.max_epochs, cfg.n_checkpoints)
@@ -223,49 +238,13 @@ def train_network(
     return result
 
 
-# optimizers-registry keys -> NetTrainConfig fields, per kind
-_NET_KEYS = {
-    "gd": {
-        "lr": "lr",
-        "max_steps": "max_epochs",
-        "stop_loss": "stop_loss",
-        "log_every": "log_every",
-        "n_checkpoints": "n_checkpoints",
-        "norm": "norm",
-        "scale": "scale",
-        "loss": "loss",
-        "adversarial": "adversarial",
-        "eval_every": "eval_every",
-    },
-    **{
-        kind: {
-            "lr": "lr",
-            "epochs": "max_epochs",
-            "batch_size": "batch_size",
-            "weight_decay": "weight_decay",
-            "stop_loss": "stop_loss",
-            "log_every": "log_every",
-            "n_checkpoints": "n_checkpoints",
-            "loss": "loss",
-            "momentum": "momentum",
-            "betas": "betas",
-            "adversarial": "adversarial",
-            "eval_every": "eval_every",
-        }
-        for kind in ("sgd", "adam")
-    },
-}
-
-
 def net_train_fields(opt: dict) -> dict[str, Any]:
-    """NetTrainConfig fields of an ``optimizers`` entry of kind gd, sgd or adam."""
+    """NetTrainConfig fields of an ``optimizers`` entry whose kind trains networks (its
+    module's ``train_fields``; the robust-ERM block typed)."""
     kind = opt.get("kind")
-    if kind not in _NET_KEYS:
-        raise ValueError(f"optimizer kind {kind!r} cannot train a network; use {sorted(_NET_KEYS)}")
-    keys = _NET_KEYS[kind]
-    fields: dict[str, Any] = {keys[k]: v for k, v in opt.items() if k in keys}
-    if "betas" in fields:
-        fields["betas"] = tuple(float(b) for b in fields["betas"])
+    if OPTIMIZERS.capability(kind, "trains") != "network":
+        raise ValueError(f"optimizer kind {kind!r} cannot train a network; use {networks()}")
+    fields: dict[str, Any] = OPTIMIZERS.load(kind).train_fields(opt)
     if "adversarial" in fields:  # robust ERM (None or eps 0: plain ERM)
         fields["adversarial"] = adversarial_from_dict(fields["adversarial"])
     return {"algorithm": kind, **fields}

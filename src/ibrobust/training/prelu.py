@@ -322,9 +322,9 @@ def train_prelu_sweep(
 
 def prelu_train_fields(opt: Mapping[str, Any], supervision: str) -> dict[str, Any]:
     """PreluTrainConfig fields of an ``optimizers`` entry of kind sgd or adam (the ``prelu``
-    training path): the loss of the supervision (:func:`ibrobust.training.losses.training_loss`)."""
-    if opt.get("kind") not in ("sgd", "adam"):
-        raise ValueError(f"the prelu training path takes sgd or adam, got {opt.get('kind')!r}")
+    training path; the pReLU model kind's ``trainers`` say which entries take it; the loop's
+    :data:`OPTIMIZERS` are its own update rules): the loss of the supervision
+    (:func:`ibrobust.training.losses.training_loss`). PreluTrainConfig refuses any other."""
     name = training_loss(supervision, opt.get("loss", "auto"))
     fields: dict[str, Any] = {
         "optimizer": opt["kind"],

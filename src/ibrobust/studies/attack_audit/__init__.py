@@ -1,8 +1,9 @@
 """Attack audit (kind ``attack_audit``): how close each attack comes to the exact robustness
 of a model whose every l2 radius is known.
 
-The hand-built robust reference on orthogonal clusters
-(:func:`ibrobust.models.robust_reference.analytic_radius`) has an exact minimal l2 distance
+A model built from the data whose kind has exact radii (capability ``exact_radii``, e.g. the
+hand-built robust reference on orthogonal clusters,
+:func:`ibrobust.models.robust_reference.analytic_radius`) has an exact minimal l2 distance
 to its decision boundary per point. An attack's critical radius on it (robust accuracy falls
 to 50%, :func:`ibrobust.analysis.robustness.critical_radius`) can only be at or above the
 median exact radius (up to the radius grid's interpolation); a strong attack comes close, a
@@ -17,21 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from ibrobust.config import ConfigError
 from ibrobust.studies import figure_files
-from ibrobust.studies.checks import CLUSTER_DATA, check_attacks, check_registry_names
-
-RULES = "attack_audit.smk"
-NETWORK = True
-claims: tuple = ()
-
-
-def task(supervision: str) -> str:
-    return "binary"
-
-
-def sweeps(st: dict) -> list[tuple[str, str, list]]:
-    return []
+from ibrobust.studies.checks import check_attacks, check_reference, check_registry_names
 
 
 def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
@@ -45,17 +33,8 @@ def outputs(cfg: dict, name: str, default: bool) -> list[str]:
 
 def check(cfg: dict, st: dict, where: str) -> None:
     check_registry_names(cfg, st, where, ("datasets", "attacks"))
-    ref = st["reference"]
-    if ref not in cfg["models"] or cfg["models"][ref]["kind"] != "robust_reference":
-        raise ConfigError(
-            f"config key {where}.reference: {ref!r} must name a model of kind robust_reference"
-        )
-    for i, dn in enumerate(st["datasets"]):
-        if cfg["datasets"][dn]["kind"] != "clusters":
-            raise ConfigError(
-                f"config key {where}.datasets[{i}]: the exact radii need clusters data"
-            )
-    check_attacks(cfg, {**st, "supervisions": ["binary"]}, where, CLUSTER_DATA)
+    check_reference(cfg, st, where, st["datasets"], exact=True)
+    check_attacks(cfg, {**st, "supervisions": ["binary"]}, where, st["datasets"])
 
 
 def summarize(runs: list[dict[str, Any]], tolerance: float) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -10,36 +10,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from ibrobust.config import (
-    ConfigError,
-    _check_clusters,
-    _typed,
-    sweep_dataset,
-)
+from ibrobust.config import ConfigError, sweep_dataset, typed
+from ibrobust.kinds import DATASETS, MODELS
 from ibrobust.studies import figure_files, plan
 from ibrobust.studies.checks import (
-    CLUSTER_DATA,
-    FLAT_MODELS,
-    NETWORK_OPTIMIZERS,
     check_attacks,
-    check_kinds,
+    check_datasets,
+    check_optimizers,
+    check_reference,
     check_registry_names,
     check_trained_models,
 )
 
-RULES = "fa.smk"
-NETWORK = True
-claims: tuple = ()  # claim declarations (ibrobust.claims) join here
+# what the study reads of its data: the cosines of the neurons with the cluster means, the
+# decomposition (their noise too), the robust reference (built from them)
+DATA = frozenset({"cluster_means"})
 
 
-def task(supervision: str) -> str:
-    """A k-class model is judged by its binary readout: always the binary task."""
-    return "binary"
+def decomposes(cfg: dict, model: str) -> bool:
+    """Whether the lambda decomposition applies to a model (its kind's ``decomposition``)."""
+    return MODELS.of(cfg["models"][model])["decomposition"]
 
 
 def decomposed(cfg: dict, st: dict) -> bool:
-    """Whether the study trains two-layer nets (their lambda decomposition applies)."""
-    return any(cfg["models"][m]["kind"] == "two_layer" for m in st["models"])
+    """Whether the study trains models the lambda decomposition applies to."""
+    return any(decomposes(cfg, m) for m in st["models"])
 
 
 def sweeps(st: dict) -> list[tuple[str, str, list]]:
@@ -65,7 +60,7 @@ def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
         for _, key, values in sweeps(st):
             for v in values:
                 name = sweep_dataset(cfg, sc["dataset"], key, v)
-                d = dict(base, **{key: _typed(key, v)})["d"]
+                d = dict(base, **{key: typed(base, key, v)})["d"]
                 if name not in radii:
                     dss.append(name)
                     radii[name] = [round(float(f) * d**0.5, 6) for f in sc["radius_fractions"]]
@@ -85,9 +80,9 @@ def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
 
 
 def decomposed_runs(cfg: dict, study: str) -> list[dict[str, Any]]:
-    """Trained runs of two-layer nets: the lambda decomposition applies to them."""
+    """Trained runs of models the lambda decomposition applies to (two-layer nets)."""
     runs = plan.as_dicts(plan.trained_runs(cfg, study))
-    return [r for r in runs if cfg["models"][r["model"]]["kind"] == "two_layer"]
+    return [r for r in runs if decomposes(cfg, r["model"])]
 
 
 def first_seed_decomposed(cfg: dict, study: str) -> list[dict[str, Any]]:
@@ -129,46 +124,48 @@ def outputs(cfg: dict, name: str, default: bool) -> list[str]:
 
 def check(cfg: dict, st: dict, where: str) -> None:
     check_registry_names(cfg, st, where, ("datasets", "models", "optimizers", "attacks"))
-    check_trained_models(cfg, st, where, FLAT_MODELS)
-    ref = st.get("reference")
-    if ref is not None and (
-        ref not in cfg["models"] or cfg["models"][ref]["kind"] != "robust_reference"
-    ):
-        raise ConfigError(
-            f"config key {where}.reference: {ref!r} must name a model of kind robust_reference"
-        )
-    dec = decomposed(cfg, st)
-    for i, dn in enumerate(st["datasets"]):
-        if cfg["datasets"][dn]["kind"] != "clusters":
-            raise ConfigError(
-                f"config key {where}.datasets[{i}]: feature_averaging needs clusters data"
-            )
-        if dec:
+    check_datasets(cfg, st, where, ("flat",), DATA)
+    check_trained_models(cfg, st, where, st["datasets"])
+    check_reference(cfg, st, where, st["datasets"])
+    if decomposed(cfg, st):
+        for dn in st["datasets"]:
             _check_decomposable(cfg["datasets"][dn], f"datasets.{dn}")
-    check_kinds(cfg, st, where, "optimizers", NETWORK_OPTIMIZERS)
-    check_attacks(cfg, st, where, CLUSTER_DATA)
+    check_optimizers(cfg, st, where, "network")
+    check_attacks(cfg, st, where, st["datasets"])
     if st.get("scaling") is not None:
         _check_scaling(cfg, st["scaling"], f"{where}.scaling")
 
 
 def _check_scaling(cfg: dict, sc: dict, where: str) -> None:
-    """The sweeps' variants must be valid clusters data (the lambda decomposition is not
-    run on them: n_train > d is fine here)."""
+    """The sweeps' variants must be valid datasets of the base's kind (the lambda
+    decomposition is not run on them: n_train > d is fine here)."""
     if sc["dataset"] not in cfg["datasets"]:
         raise ConfigError(
             f"config key {where}.dataset: {sc['dataset']!r} is not defined under datasets"
         )
     base = cfg["datasets"][sc["dataset"]]
+    props = DATASETS.schema(base["kind"])["properties"]
     for key, values in sc["sweeps"].items():
+        if key not in props:
+            raise ConfigError(
+                f"config key {where}.sweeps.{key}: not a setting of the base dataset's kind "
+                f"{base['kind']!r} (its settings: {sorted(set(props) - {'kind'})})"
+            )
+        integer = isinstance(typed(base, key, 1), int)
         for i, v in enumerate(values):
             at = f"{where}.sweeps.{key}[{i}]"
-            if key in ("k", "d", "n_train") and float(v) != int(v):
+            if integer and float(v) != int(v):
                 raise ConfigError(f"config key {at}: {key} must be an integer, got {v}")
-            _check_clusters(dict(base, **{key: _typed(key, v)}), at)
+            DATASETS.check_entry(dict(base, **{key: typed(base, key, v)}), at)
 
 
 def _check_decomposable(ds: dict, where: str) -> None:
     """The lambda decomposition needs the training inputs to be independent: n_train <= d."""
+    if "n_train" not in ds or "d" not in ds:  # a dataset kind without them cannot say
+        raise ConfigError(
+            f"config key {where}: the lambda decomposition needs the dataset's n_train and d "
+            f"(settings its kind {ds['kind']!r} does not have)"
+        )
     if ds["n_train"] > ds["d"]:
         raise ConfigError(
             f"config key {where}.n_train: n_train={ds['n_train']} > d={ds['d']}: the lambda "

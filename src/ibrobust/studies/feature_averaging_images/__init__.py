@@ -1,41 +1,22 @@
 """Study FA-IMAGES (kind ``feature_averaging_images``): Li et al. Fig. 2/3 on real images,
 2-class vs k-class supervision, robust accuracy on a radius grid per dataset and a summary
-at the paper's report radii. Rules: ``rules/fa_images.smk`` (+ the generic network rules)."""
+at the paper's report radii. One part, the study itself (its radii by dataset); a k-class
+model is judged by its binary readout (the defaults of ``parts`` and ``task``). Rules:
+``rules/fa_images.smk`` (+ the generic network rules)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from ibrobust.config import ConfigError
 from ibrobust.studies import figure_files
 from ibrobust.studies.checks import (
-    IMAGE_DATA,
-    IMAGE_MODELS,
-    NETWORK_OPTIMIZERS,
     check_attacks,
-    check_kinds,
+    check_datasets,
+    check_optimizers,
     check_registry_names,
     check_trained_models,
 )
 
-RULES = "fa_images.smk"
-NETWORK = True
-claims: tuple = ()
 FIGURES = ["cosine_heatmaps", "robust_accuracy_vs_radius"]
-
-
-def task(supervision: str) -> str:
-    """A k-class model is judged by its binary readout: always the binary task."""
-    return "binary"
-
-
-def sweeps(st: dict) -> list[tuple[str, str, list]]:
-    return []
-
-
-def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
-    """One part, its radii by dataset."""
-    return [dict(st, part="main")]
 
 
 def outputs(cfg: dict, name: str, default: bool) -> list[str]:
@@ -44,10 +25,10 @@ def outputs(cfg: dict, name: str, default: bool) -> list[str]:
 
 def check(cfg: dict, st: dict, where: str) -> None:
     check_registry_names(cfg, st, where, ("datasets", "models", "optimizers", "attacks"))
-    check_kinds(cfg, st, where, "datasets", ("image",))
-    check_trained_models(cfg, st, where, IMAGE_MODELS)
-    check_kinds(cfg, st, where, "optimizers", NETWORK_OPTIMIZERS)
-    check_attacks(cfg, st, where, IMAGE_DATA)
+    check_datasets(cfg, st, where, ("image",))
+    check_trained_models(cfg, st, where, st["datasets"])
+    check_optimizers(cfg, st, where, "network")
+    check_attacks(cfg, st, where, st["datasets"])
     for key in ("radii", "report_radii", "paper_tasks"):
         for dn in st[key]:
             if dn not in st["datasets"]:

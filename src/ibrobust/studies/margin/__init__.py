@@ -3,7 +3,7 @@ homogeneous net (Lyu & Li, ICLR 2020), and what that buys in robustness. One tra
 per (dataset, model, seed) with the loss-based learning rate (checkpoints + per-epoch
 history), one robustness job per run (every checkpoint), figures and a summary beside the
 paper's checkpoint table. It trains through its own rules (``rules/margin.smk``), not the
-generic network rules; the datasets come from the generic dataset rule."""
+generic network rules (no ``parts``); the datasets come from the generic dataset rule."""
 
 from __future__ import annotations
 
@@ -11,28 +11,15 @@ import math
 from typing import Any
 
 from ibrobust.config import ConfigError
+from ibrobust.kinds import MODELS
 from ibrobust.studies import figure_files
-from ibrobust.studies.checks import check_kinds, check_registry_names
+from ibrobust.studies.checks import check_datasets, check_registry_names
 
-RULES = "margin.smk"
-NETWORK = False
-claims: tuple = ()  # declared in ibrobust.claims.margin (the ledger's kind table)
 FIGURES = ["margins", "loss", "robust_accuracy", "distance_vs_margin"]
-# model kinds whose nets are homogeneous in their parameters (the margin metrics' q / rho^L):
-# homogeneous_cnn (bias in conv1 only, L = 4); two_layer (fixed second layer, L = 1)
-HOMOGENEOUS_MODELS = ("homogeneous_cnn", "two_layer")
 
 
 def task(supervision: str) -> str:
     return "fine" if supervision == "multiclass" else "binary"
-
-
-def sweeps(st: dict) -> list[tuple[str, str, list]]:
-    return []
-
-
-def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
-    return []  # no runs through the generic network rules
 
 
 def runs(st: dict) -> list[dict[str, Any]]:
@@ -70,12 +57,13 @@ def robustness(cfg: dict, st: dict) -> dict[str, Any]:
 
 
 def outputs(cfg: dict, name: str, default: bool) -> list[str]:
-    return figure_files(name, FIGURES) + [f"results/{name}/figures/checkpoints.csv"]
+    extra = ("checkpoints", "attack_audit", "points")  # CSVs of the summary job
+    return figure_files(name, FIGURES) + [f"results/{name}/figures/{t}.csv" for t in extra]
 
 
 def check(cfg: dict, st: dict, where: str) -> None:
     check_registry_names(cfg, st, where, ("datasets", "models"))
-    check_kinds(cfg, st, where, "datasets", ("image", "clusters"))
+    check_datasets(cfg, st, where, ("image", "flat"))
     for i, m in enumerate(st["models"]):
         check_homogeneous(cfg["models"][m], f"{where}.models[{i}]", m)
     tr = st["training"]
@@ -109,12 +97,22 @@ def check(cfg: dict, st: dict, where: str) -> None:
 
 def check_homogeneous(model: dict, where: str, name: str) -> None:
     """Refuse a model the margin metrics cannot read: q_min / rho^L needs f(c theta) =
-    c^L f(theta), which a bias after the first layer (or an input normalisation) breaks."""
-    kind = model["kind"]
-    if kind not in HOMOGENEOUS_MODELS:
-        raise ConfigError(
-            f"config key {where}: model {name!r} of kind {kind!r} is not homogeneous in its "
-            f"parameters (biases beyond the first layer or a normalisation break "
-            f"f(c theta) = c^L f(theta)), so the margin metrics q_min / rho^L do not apply; "
-            f"use one of the kinds {list(HOMOGENEOUS_MODELS)}"
+    c^L f(theta) (its kind's ``homogeneity_degree``), which a bias after the first layer
+    (or an input normalisation) breaks; and a model the study can train (not constructed)."""
+    kind, caps = model["kind"], MODELS.of(model)
+    ok = [k for k in MODELS.kinds() if _trainable_homogeneous(MODELS.capabilities(k))]
+    if not _trainable_homogeneous(caps):
+        why = (
+            "is built from the data, not trained"
+            if caps["constructed"]
+            else "is not homogeneous in its parameters (biases beyond the first layer or a "
+            "normalisation break f(c theta) = c^L f(theta)), so the margin metrics "
+            "q_min / rho^L do not apply"
         )
+        raise ConfigError(
+            f"config key {where}: model {name!r} of kind {kind!r} {why}; use one of the kinds {ok}"
+        )
+
+
+def _trainable_homogeneous(caps: dict) -> bool:
+    return caps["homogeneity_degree"] is not None and not caps["constructed"]

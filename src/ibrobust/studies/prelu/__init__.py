@@ -8,26 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ibrobust import kinds
-from ibrobust.config import ConfigError, _check_clusters, derived_datasets, sweep_dataset
+from ibrobust.config import ConfigError, derived_datasets, sweep_dataset
+from ibrobust.kinds import DATASETS, MODELS
 from ibrobust.studies import figure_files, plan
 from ibrobust.studies.checks import (
-    CLUSTER_DATA,
-    IMAGE_DATA,
-    IMAGE_MODELS,
-    NETWORK_OPTIMIZERS,
     check_attacks,
-    check_kinds,
-    check_matmul,
+    check_dataset,
+    check_datasets,
     check_optimizer_losses,
+    check_optimizers,
     check_part_attacks,
     check_registry_names,
     check_trained_models,
 )
 
-RULES = "prelu.smk"
-NETWORK = True
-claims: tuple = ()
+# what the synthetic half's analysis reads of its data (alignment with the cluster means)
+SYNTHETIC_DATA = frozenset({"cluster_means"})
 HALVES = ("synthetic", "mnist")
 FIGURES = {
     "synthetic": ["robust_accuracy_vs_radius", "neuron_alignment", "ideal_distances"],
@@ -95,7 +91,7 @@ def model_modules(cfg: dict, study: str, half: str) -> list[str]:
     """The model-kind modules of one half's models (what its analysis job can run)."""
     return sorted(
         {
-            kinds.module_of(kinds.MODELS, cfg["models"][m]["kind"], "model")
+            MODELS.module_name(cfg["models"][m]["kind"])
             for p in plan.study_parts(cfg, study, [half])
             for m in p["models"]
         }
@@ -130,10 +126,10 @@ def check(cfg: dict, st: dict, where: str) -> None:
     if mn is not None:
         w = f"{where}.mnist"
         check_registry_names(cfg, mn, w, ("datasets", "models", "optimizers", "attacks"))
-        check_kinds(cfg, mn, w, "datasets", ("image",))
-        check_trained_models(cfg, mn, w, IMAGE_MODELS)
-        check_kinds(cfg, mn, w, "optimizers", NETWORK_OPTIMIZERS)
-        check_attacks(cfg, mn, w, IMAGE_DATA, binary_task="binary" in mn["supervisions"])
+        check_datasets(cfg, mn, w, ("image",))
+        check_trained_models(cfg, mn, w, mn["datasets"])
+        check_optimizers(cfg, mn, w, "network")
+        check_attacks(cfg, mn, w, mn["datasets"], binary_task="binary" in mn["supervisions"])
         check_optimizer_losses(cfg, mn, w)
         check_part_attacks(cfg, mn, w, task)
         if syn is not None and syn["dataset"] in mn["datasets"]:  # kinds differ; say it plainly
@@ -145,24 +141,27 @@ def check(cfg: dict, st: dict, where: str) -> None:
 
 def _check_synthetic(cfg: dict, syn: dict, w: str) -> None:
     base = syn["dataset"]
-    if base not in cfg["datasets"] or cfg["datasets"][base]["kind"] != "clusters":
-        raise ConfigError(f"config key {w}.dataset: {base!r} must name a clusters dataset")
+    if base not in cfg["datasets"]:
+        raise ConfigError(f"config key {w}.dataset: {base!r} is not defined under datasets")
+    check_dataset(cfg, base, f"{w}.dataset", syn["kind"], ("flat",), SYNTHETIC_DATA)
     check_registry_names(cfg, syn, w, ("models", "optimizers", "attacks"))
     for i, m in enumerate(syn["models"]):
-        if cfg["models"][m]["kind"] != "prelu":
+        if not MODELS.of(cfg["models"][m])["alignment"]:
+            ok = [k for k in MODELS.kinds() if MODELS.capability(k, "alignment")]
             raise ConfigError(
                 f"config key {w}.models[{i}]: {m!r} is of kind {cfg['models'][m]['kind']!r}; "
-                "the synthetic half trains prelu models (its analysis reads p and the "
-                "pReLU weights); train other models on clusters in a feature_averaging study"
+                f"the synthetic half trains models its alignment analysis reads (p and the "
+                f"pReLU weights: kinds {ok}); train other models on clusters in a "
+                "feature_averaging study"
             )
-    check_kinds(cfg, syn, w, "optimizers", NETWORK_OPTIMIZERS)
-    check_attacks(cfg, syn, w, CLUSTER_DATA)
+    check_trained_models(cfg, syn, w, [base])
+    check_optimizers(cfg, syn, w, "network")
+    check_attacks(cfg, syn, w, [base])
     for i, a in enumerate(syn["alphas"]):
         variant = dict(cfg["datasets"][base], alpha=float(a))
-        _check_clusters(variant, f"{w}.alphas[{i}]")
+        DATASETS.check_entry(variant, f"{w}.alphas[{i}]")
     fa = syn.get("figure_alpha")
     if fa is not None and all(float(fa) != float(a) for a in syn["alphas"]):
         raise ConfigError(f"config key {w}.figure_alpha: {fa} is not one of alphas {syn['alphas']}")
     check_optimizer_losses(cfg, syn, w)
     check_part_attacks(cfg, syn, w, task)
-    check_matmul(cfg, syn, w)

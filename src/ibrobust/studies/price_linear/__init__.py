@@ -1,32 +1,20 @@
 """Study PRICE-LIN (kind ``price_linear``): robust ERM with steepest descent on linear models
 and GD on diagonal nets (Tsilivis et al., NeurIPS 2024, Sec. 5.1): regimes (teacher
 datasets) x n x algorithms, every draw x eps fraction in one job. It trains through its own
-rules (``rules/price_linear.smk``), not the generic network rules."""
+rules (``rules/price_linear.smk``), not the generic network rules (no ``parts``): datasets
+of layout ``draws`` (the study draws each n's training sets) and optimizers of linear
+models."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ibrobust.config import ConfigError
+from ibrobust.kinds import OPTIMIZERS
 from ibrobust.studies import figure_files
-from ibrobust.studies.checks import check_kinds, check_registry_names
+from ibrobust.studies.checks import check_datasets, check_optimizers, check_registry_names
 
-RULES = "price_linear.smk"
-NETWORK = False
-claims: tuple = ()
 FIGURES = ["gap_vs_n", "gap_difference_robust", "gap_difference_clean", "solution_cosines"]
-
-
-def task(supervision: str) -> str:
-    return "binary"
-
-
-def sweeps(st: dict) -> list[tuple[str, str, list]]:
-    return []
-
-
-def parts(cfg: dict, st: dict) -> list[dict[str, Any]]:
-    return []  # no network runs
 
 
 def runs(st: dict) -> list[dict[str, Any]]:
@@ -58,6 +46,12 @@ def training(cfg: dict, st: dict, optimizer: str) -> dict[str, Any]:
     )
 
 
+def optimizer_modules(cfg: dict, st: dict) -> list[str]:
+    """The modules of the study's optimizer kinds: their algorithms and labels are what the
+    training, figure and table jobs load (the rules add them to their code hashes)."""
+    return sorted({OPTIMIZERS.module_name(cfg["optimizers"][o]["kind"]) for o in st["optimizers"]})
+
+
 def registry(cfg: dict, st: dict) -> dict[str, Any]:
     """The study's dataset and optimizer entries (figure labels) and its GD - CD pair."""
     return dict(
@@ -73,8 +67,8 @@ def outputs(cfg: dict, name: str, default: bool) -> list[str]:
 
 def check(cfg: dict, st: dict, where: str) -> None:
     check_registry_names(cfg, st, where, ("datasets", "optimizers"))
-    check_kinds(cfg, st, where, "datasets", ("teacher",))
-    check_kinds(cfg, st, where, "optimizers", ("steepest", "diag_gd"))
+    check_datasets(cfg, st, where, ("draws",))
+    check_optimizers(cfg, st, where, "linear")
     if not any(float(f) == 0.0 for f in st["eps_fractions"]):
         raise ConfigError(
             f"config key {where}.eps_fractions: must contain 0 (plain ERM, the baseline "

@@ -2,9 +2,12 @@
 ERM (Tsilivis et al., NeurIPS 2024, Sec. 5.2). Two halves, each a cross product of its own
 on the generic network rules (dataset, train, attack):
 
-* ``fc``: the one-hidden-layer net without biases (model kind ``fc``), exponential loss;
-* ``cnn``: the Madry CNN (model kind ``cnn``), cross-entropy, stopped at the first epoch
+* ``fc``: the one-hidden-layer net without biases (e.g. model kind ``fc``), exponential loss;
+* ``cnn``: the Madry CNN (e.g. model kind ``cnn``), cross-entropy, stopped at the first epoch
   whose train loss is below the optimizer's ``stop_loss`` (the epoch is recorded).
+
+Each half trains any image model under full-batch steepest descent (optimizer kinds with
+``full_batch``, e.g. ``gd``; its ``norm`` names the algorithm: l2 GD, linf sign descent).
 
 Grids, derived like Study FA's scaling sweep: the training-set sizes ``n_train`` give the
 datasets ``<dataset>@n_train=<n>``; the training radii ``eps`` give the optimizer variants
@@ -22,27 +25,19 @@ from __future__ import annotations
 from typing import Any
 
 from ibrobust.config import ConfigError, check_adversarial, sweep_dataset, variant_name
-from ibrobust.studies import figure_files, plan
+from ibrobust.studies import figure_files, hook, plan
 from ibrobust.studies.checks import (
-    IMAGE_DATA,
     check_attacks,
-    check_kinds,
+    check_dataset,
+    check_optimizers,
     check_part_attacks,
     check_registry_names,
     check_trained_models,
 )
 
-RULES = "price_nn.smk"
-NETWORK = True
 HALVES = ("fc", "cnn")
-MODEL_KINDS = {"fc": ("fc",), "cnn": ("cnn",)}
 FIGURES = ["accuracy_curves", "cnn_heatmap"]
 TABLES = ("fc_table", "summary")
-claims: tuple = ()  # the claims ledger entries: see the report (not declared yet)
-
-
-def task(supervision: str) -> str:
-    return "binary"
 
 
 def sweeps(st: dict) -> list[tuple[str, str, list]]:
@@ -138,12 +133,14 @@ def check(cfg: dict, st: dict, where: str) -> None:
 
 def _check_half(cfg: dict, half: dict, w: str, h: str) -> None:
     base = half["dataset"]
-    if base not in cfg["datasets"] or cfg["datasets"][base]["kind"] != "image":
-        raise ConfigError(f"config key {w}.dataset: {base!r} must name an image dataset")
+    if base not in cfg["datasets"]:
+        raise ConfigError(f"config key {w}.dataset: {base!r} is not defined under datasets")
+    check_dataset(cfg, base, f"{w}.dataset", half["kind"], ("image",))
     check_registry_names(cfg, half, w, ("models", "optimizers", "attacks"))
-    check_trained_models(cfg, half, w, MODEL_KINDS[h])
-    check_kinds(cfg, half, w, "optimizers", ("gd",))
-    check_attacks(cfg, half, w, IMAGE_DATA)
+    check_trained_models(cfg, half, w, [base])
+    # GD vs sign descent: full-batch steepest descent (its norm names the algorithm)
+    check_optimizers(cfg, half, w, "network", full_batch=True)
+    check_attacks(cfg, half, w, [base])
     for o in half["optimizers"]:
         adv = cfg["optimizers"][o].get("adversarial") or {}
         for j, e in enumerate(half["eps"]):  # each variant's robust-ERM block, by its eps key
@@ -158,4 +155,4 @@ def _check_half(cfg: dict, half: dict, w: str, h: str) -> None:
     part = {**half, "radii": sorted({float(e) for e in half["eps"]})}
     if len(part["radii"]) < 2:
         part["radii"] = [0.0, *part["radii"]] if part["radii"][0] else part["radii"]
-    check_part_attacks(cfg, part, w, task)
+    check_part_attacks(cfg, part, w, hook(half["kind"], "task"))

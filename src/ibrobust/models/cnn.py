@@ -1,0 +1,38 @@
+"""The model kind ``cnn``: a small convolutional net with one logit per head (Study
+FA-IMAGES; the Madry CNN of Study PRICE-NN at CPU width).
+
+    x (n, C, H, W) -> [k x k 'same' conv + ReLU + 2 x 2 max-pool] per width of ``channels``
+                   -> flatten -> [Linear + ReLU] per width of ``hidden`` -> head (H logits)
+
+A :class:`~ibrobust.models.image.HeadNet`; ``channels_last`` keeps weights and activations
+NHWC (the same function, oneDNN's fast path for narrow convolutions).
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from ibrobust.models.image import HeadNet, ImageModelConfig, build_head_net, dense, image_shape
+
+
+def body(shape: tuple[int, ...], cfg: ImageModelConfig) -> tuple[nn.Module, int]:
+    """The conv stages and the dense layers on images of ``shape``: (body, last width)."""
+    c, h, w = image_shape(shape, "cnn")
+    layers: list[nn.Module] = []
+    for out in cfg.channels:
+        layers += [
+            nn.Conv2d(c, out, cfg.kernel, padding=cfg.kernel // 2),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+        ]
+        c, h, w = out, h // 2, w // 2
+    if h < 1 or w < 1:
+        raise ValueError(f"{len(cfg.channels)} pooling stages are too many for input {shape}")
+    head, width = dense(c * h * w, cfg.hidden)
+    return nn.Sequential(*layers, head), width
+
+
+def build(spec: dict, ctx) -> HeadNet:
+    """The ``cnn`` kind of :mod:`ibrobust.models.registry` (init stream ``(seed, "model",
+    "cnn", "init")``)."""
+    return build_head_net(spec, ctx, body)

@@ -1,0 +1,38 @@
+"""The optimizer kind ``adam``: Adam (Kingma & Ba 2015) on a network, minibatches in a seeded
+order (``torch.optim.Adam``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ibrobust.optimizers import renamed
+
+# entry key -> NetTrainConfig field (matmul: read by the prelu path; eval_points: by the
+# curve recorder)
+KEYS = {
+    "lr": "lr",
+    "epochs": "max_epochs",
+    "batch_size": "batch_size",
+    "betas": "betas",
+    "weight_decay": "weight_decay",
+    "stop_loss": "stop_loss",
+    "log_every": "log_every",
+    "n_checkpoints": "n_checkpoints",
+    "loss": "loss",
+    "adversarial": "adversarial",
+    "eval_every": "eval_every",
+}
+
+
+def train_fields(entry: dict) -> dict[str, Any]:
+    """NetTrainConfig fields of an ``adam`` entry (``betas`` as a tuple)."""
+    fields = renamed(entry, KEYS)
+    if "betas" in fields:
+        fields["betas"] = tuple(float(b) for b in fields["betas"])
+    return fields
+
+
+def torch_optimizer(params, cfg):
+    import torch
+
+    return torch.optim.Adam(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)

@@ -1,0 +1,36 @@
+"""The optimizer kind ``gd``: full-batch steepest descent on a network w.r.t. ``norm`` (l2 =
+gradient descent, linf = sign descent, l1 = coordinate descent), constant step ``lr``; one
+epoch is one step (:class:`ibrobust.optim.steepest.SteepestDescent`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ibrobust.optimizers import renamed
+
+# entry key -> NetTrainConfig field (method and lr_schedule: read by the gram_gd path /
+# constant only; eval_points: by the curve recorder)
+KEYS = {
+    "lr": "lr",
+    "max_steps": "max_epochs",
+    "stop_loss": "stop_loss",
+    "log_every": "log_every",
+    "n_checkpoints": "n_checkpoints",
+    "norm": "norm",
+    "scale": "scale",
+    "loss": "loss",
+    "adversarial": "adversarial",
+    "eval_every": "eval_every",
+}
+
+
+def train_fields(entry: dict) -> dict[str, Any]:
+    """NetTrainConfig fields of a ``gd`` entry."""
+    return renamed(entry, KEYS)
+
+
+def torch_optimizer(params, cfg):
+    """Steepest descent in ``cfg.norm`` with step ``cfg.lr`` (``cfg.scale``: dual / unit)."""
+    from ibrobust.optim.steepest import SteepestDescent
+
+    return SteepestDescent(params, lr=cfg.lr, norm=cfg.norm, scale=cfg.scale)

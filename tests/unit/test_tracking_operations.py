@@ -1,0 +1,224 @@
+"""What the parent run says and what the end of a run prints, without Snakemake: the store
+URI from the environment (IBROBUST_BACKEND_STORE_URI over the config, taken out of the
+jobs' environment), the warning for a password given with --config, the parent run's name
+from the targets and the studies of the DAG's jobs, and the end-of-run lines."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "workflow_scripts"
+sys.path.insert(0, str(SCRIPTS))
+import _server  # noqa: E402
+import _tracking  # noqa: E402
+from _tracking import ui  # noqa: E402
+from _tracking.secrets import ENV_BACKEND_STORE, StoreURI, take_backend_store  # noqa: E402
+
+SECRET = "s3cr3t-Pa55"
+PG = f"postgresql://mlflow:{SECRET}@db.example.org:5432/mlflow"
+
+
+def _ml(backend: str = "", tracking: str = "sqlite:///results/mlflow/mlflow.db") -> dict:
+    return {"tracking_uri": tracking, "server": {"backend_store_uri": backend}}
+
+
+# ---- the backend store: environment over config, in one place ------------------------------
+def test_the_environment_variable_wins_over_the_config(monkeypatch):
+    monkeypatch.setenv(ENV_BACKEND_STORE, PG)
+    store = _tracking.backend_store(_ml("postgresql://other@h/db"))
+    assert store == StoreURI(PG, f"environment variable {ENV_BACKEND_STORE}", ENV_BACKEND_STORE)
+
+
+@pytest.mark.parametrize("env", [None, "", "   "])
+def test_without_the_variable_the_config_decides(env, monkeypatch):
+    if env is None:
+        monkeypatch.delenv(ENV_BACKEND_STORE, raising=False)
+    else:
+        monkeypatch.setenv(ENV_BACKEND_STORE, env)
+    store = _tracking.backend_store(_ml("postgresql://u@h/db"))
+    assert (store.uri, store.source) == (
+        "postgresql://u@h/db",
+        "config key mlflow.server.backend_store_uri",
+    )
+    store = _tracking.backend_store(_ml(""))  # empty: the local store
+    assert store == StoreURI("sqlite:///results/mlflow/mlflow.db", "config key mlflow.tracking_uri")
+
+
+def test_taking_the_store_removes_the_variable_from_the_jobs_environment(monkeypatch):
+    monkeypatch.setenv(ENV_BACKEND_STORE, PG)
+    assert take_backend_store(_ml()).uri == PG
+    assert ENV_BACKEND_STORE not in os.environ
+
+
+def test_a_bad_store_from_the_environment_names_the_variable():
+    key = f"environment variable {ENV_BACKEND_STORE}"
+    with pytest.raises(_server.ServerError) as err:
+        _server._check_backend(f"mongodb://u:{SECRET}@h/db", key)
+    assert str(err.value).startswith(f"{key}: mongodb://u:***@h/db: unsupported scheme")
+    assert SECRET not in str(err.value)
+    settings = _tracking.server_settings(
+        {**_ml(), "artifact_root": "a", "server": _server_block()},
+        "log",
+        StoreURI(PG, key, ENV_BACKEND_STORE),
+    )
+    assert (settings.backend_store_uri, settings.backend_key) == (PG, key)
+
+
+def _server_block() -> dict:
+    return {
+        "start": False,
+        "backend_store_uri": "",
+        "host": "127.0.0.1",
+        "port": 0,
+        "artifacts_destination": "",
+        "workers": 1,
+        "startup_timeout": 5,
+    }
+
+
+# ---- a password on the command line -------------------------------------------------------
+def test_no_warning_without_a_password_on_the_command_line():
+    assert _tracking.command_line_warning(None) is None
+    assert _tracking.command_line_warning({"mlflow": {"server": {"start": "true"}}}) is None
+    clean = {"mlflow": {"server": {"backend_store_uri": "postgresql://u@h/db"}}}
+    assert _tracking.command_line_warning(clean) is None
+
+
+def test_the_warning_names_each_key_and_its_variable():
+    given = {
+        "mlflow": {"server": {"start": "true", "backend_store_uri": PG}, "tracking_uri": PG},
+        "data_root": f"/data?password={SECRET}",
+    }
+    warning = _tracking.command_line_warning(given)
+    assert warning.startswith("ibrobust: WARNING: a password given with --config is kept")
+    assert ".snakemake/log/" in warning and "\n" not in warning
+    assert (
+        "Instead of --config mlflow.server.backend_store_uri, set the environment variable "
+        "IBROBUST_BACKEND_STORE_URI; instead of --config mlflow.tracking_uri, set the "
+        "environment variable MLFLOW_TRACKING_URI; instead of --config data_root, use a "
+        "config file (--configfile)"
+    ) in warning
+    assert SECRET not in warning
+
+
+# ---- the parent run's name: targets and the studies of the DAG's jobs ---------------------
+def _job(rule: str, output: list[str], **wildcards) -> SimpleNamespace:
+    return SimpleNamespace(rule=rule, output=output, wildcards_dict=wildcards)
+
+
+def _workflow(targets, needrun, other=(), rules=("all", "reproduce", "fa", "prelu")):
+    jobs = [*needrun, *other]
+    dag = SimpleNamespace(needrun_jobs=lambda exclude_finished=True: iter(needrun), jobs=jobs)
+    return SimpleNamespace(
+        dag_settings=SimpleNamespace(targets=frozenset(targets)),
+        default_target="all",
+        is_rule=lambda name: name in rules,
+        dag=dag,
+    )
+
+
+KNOWN = ["fa", "prelu", "price_linear", "margin"]
+DATA = _job("dataset", ["results/datasets/d/seed0/data.npz"], dataset="d", seed="0")
+CLAIMS = _job("claims", ["results/claims/all/claims.md"])
+FA_TRAIN = _job("train", ["results/fa/d/m/o/binary/seed0/model.pt"], study="fa")
+PRICE = _job("price_train", ["results/price_linear/r/lin_gd/n8/metrics.csv"], study="price_linear")
+PRELU_FIG = _job("prelu_table1", ["results/prelu/figures/table1.csv"])  # no study wildcard
+
+
+def test_the_name_lists_the_studies_that_run_then_the_targets():
+    wf = _workflow(["reproduce"], [DATA, PRICE, FA_TRAIN, PRELU_FIG, CLAIMS])
+    inv = _tracking.Invocation.of(wf, KNOWN)
+    assert inv.studies == ("fa", "prelu", "price_linear") and inv.targets == ("reproduce",)
+    when = time.mktime((2026, 1, 31, 12, 0, 0, 0, 0, -1))
+    assert inv.run_name(when) == "workflow fa+prelu+price_linear (reproduce) 2026-01-31 12:00:00"
+
+
+def test_file_targets_are_counted_and_rules_named():
+    files = ["results/fa/d/m/o/binary/seed0/model.pt", "results/price_linear/x.csv"]
+    inv = _tracking.Invocation.of(_workflow([*files, "prelu"], [FA_TRAIN, PRICE]), KNOWN)
+    assert inv.targets_label() == "prelu, 2 files"
+    assert inv.run_name().startswith("workflow fa+price_linear (prelu, 2 files) ")
+    one = _tracking.Invocation.of(_workflow(files[:1], [FA_TRAIN]), KNOWN)
+    assert one.targets_label() == "1 file"
+    many = _tracking.Invocation(("a", "b", "c", "d", "e"), ("fa",), frozenset("abcde"))
+    assert many.targets_label() == "a, b, c, +2 rules"
+
+
+def test_no_target_is_the_default_rule():
+    inv = _tracking.Invocation.of(_workflow([], [FA_TRAIN]), KNOWN)
+    assert inv.targets == ("all",) and inv.studies == ("fa",)
+
+
+def test_an_invocation_that_redoes_no_study_job_names_the_studies_of_its_dag():
+    """Only the claims ledger reruns: the studies are those of the DAG it reads."""
+    inv = _tracking.Invocation.of(_workflow(["reproduce"], [CLAIMS], [FA_TRAIN, PRICE]), KNOWN)
+    assert inv.studies == ("fa", "price_linear")
+    nothing = _tracking.Invocation.of(_workflow(["x.npz"], [DATA], [DATA]), KNOWN)
+    assert nothing.run_name().startswith("workflow - (1 file) ")
+    assert _tracking.Invocation().run_name().startswith("workflow - (-) ")
+
+
+# ---- the end-of-run lines -----------------------------------------------------------------
+def test_the_end_of_run_lines_give_a_command_and_the_run_url(tmp_path):
+    url = ui.run_url("http://127.0.0.1:5000/", "3", "abc")
+    assert url == "http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning"
+    db = StoreURI(f"sqlite:///{tmp_path}/my results/mlflow.db", "config key mlflow.tracking_uri")
+    assert ui.open_command(db) == (
+        f"mlflow ui --backend-store-uri 'sqlite:///{tmp_path}/my results/mlflow.db' --workers 1"
+    )
+    pg = StoreURI(PG, f"environment variable {ENV_BACKEND_STORE}", ENV_BACKEND_STORE)
+    assert ui.open_command(pg, str(tmp_path / "art")) == (
+        f'mlflow ui --backend-store-uri "${ENV_BACKEND_STORE}" '
+        f"--artifacts-destination {tmp_path / 'art'} --workers 1"
+    )
+    from_config = StoreURI(PG, "config key mlflow.server.backend_store_uri")
+    assert SECRET not in ui.open_command(from_config)
+    assert ui.hint_lines(url, "mlflow ui x") == [
+        "ibrobust: MLflow: open the store with: mlflow ui x",
+        f"ibrobust: MLflow: this invocation's parent run: {url}",
+    ]
+    assert ui.hint_lines(url, None) == [f"ibrobust: MLflow: this invocation's parent run: {url}"]
+
+
+def test_a_failed_run_ends_with_the_command_and_the_url(tmp_path, monkeypatch, capsys):
+    """start -> end("FAILED") on a real SQLite store: the parent run is named after the
+    invocation and closed FAILED, and the last two lines say how to open it."""
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # start() exports IBROBUST_*
+    for var in ("MLFLOW_TRACKING_URI", ENV_BACKEND_STORE):
+        os.environ.pop(var, None)
+    db = tmp_path / "results" / "mlflow.db"
+    ml = {
+        "enabled": True,
+        "tracking_uri": "sqlite:///results/mlflow.db",  # relative: printed absolute
+        "artifact_root": "results/artifacts",
+        "experiment": "ibrobust",
+        "server": _server_block(),
+    }
+    tracking = _tracking.WorkflowTracking({"mlflow": ml, "studies": {}}, "c0ffee", str(tmp_path))
+    tracking.start(_tracking.Invocation(("reproduce",), ("fa", "prelu"), frozenset({"reproduce"})))
+    tracking.end("FAILED")
+    client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+    exp = client.get_experiment_by_name("ibrobust")
+    (parent,) = client.search_runs([exp.experiment_id])
+    assert parent.info.status == "FAILED"
+    assert parent.info.run_name.startswith("workflow fa+prelu (reproduce) ")
+    assert parent.data.params["studies"] == "fa,prelu"
+    assert parent.data.params["targets"] == "reproduce"
+    url = (
+        f"http://127.0.0.1:5000/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}"
+        "?workflowType=machine_learning"
+    )
+    assert capsys.readouterr().err.splitlines()[-2:] == [
+        f"ibrobust: MLflow: open the store with: mlflow ui --backend-store-uri sqlite:///{db} "
+        "--workers 1",
+        f"ibrobust: MLflow: this invocation's parent run: {url}",
+    ]
