@@ -60,7 +60,7 @@ for _study in NET_STUDIES:
         benchmark:
             f"results/benchmarks/attack/{ATTACK_LOG}.readouts.tsv"
         wildcard_constraints:
-            study=_study,
+            study=study_constraint(studies=[_study]),
             supervision="multiclass",  # ibrobust.studies.plan.readouts: k-class models only
         params:
             attacks=attack_params,
