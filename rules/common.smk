@@ -103,11 +103,14 @@ def alternatives(names):
 NO_MATCH = "^$"  # a wildcard constraint no value matches (no study of a kind in the config)
 
 
-def study_constraint(kind=None):
+def study_constraint(kind=None, studies=None):
     """The ``study`` wildcard's regex for the rules of a study kind's rules file: that kind's
     studies of the config (None: the studies of the generic network rules). The Snakefile
     applies it to every rule of the kind's file, so a file's rules never match another
-    kind's study (e.g. two kinds' results/{study}/figures/summary.csv)."""
+    kind's study (e.g. two kinds' results/{study}/figures/summary.csv). ``studies``: exactly
+    these (a generic rule made for one study, e.g. rules/attack.smk's per-study readouts)."""
+    if studies is not None:
+        return alternatives(studies) or NO_MATCH
     return alternatives(NET_STUDIES if kind is None else studies_of(kind)) or NO_MATCH
 
 
