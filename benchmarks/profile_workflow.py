@@ -18,7 +18,7 @@ counted as "unprofiled" and left out. Wall times depend on the machine's load; C
 much less so.
 
     python benchmarks/profile_workflow.py RUN_DIR [--baseline OTHER_RUN_DIR | JOBS.csv]
-        [--save JOBS.csv] [--readme README.md [--block NAME]]
+        [--save JOBS.csv] [--readme docs/results.md [--block NAME]]
 
 The run's span is the first job's start to the last job's end, from the logs' timestamps
 (the Snakemake process's own start-up and planning before the first job are not in it).
@@ -27,8 +27,8 @@ so that a run can serve as a baseline after its directory is gone; ``--baseline`
 another run directory or such a file and adds its per-rule medians and its totals beside
 this run's, per rule and per study (before/after). ``--readme`` rewrites the block between
 ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` of that file with the tables (never typed
-by hand); NAME is ``--block``, ``profile`` by default (the README also keeps an ``overhead``
-block: a tiny-config run against its baseline).
+by hand); NAME is ``--block``, ``profile`` by default (docs/results.md also keeps an
+``overhead`` block: a tiny-config run against its baseline).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ")
 TEXT_FIELDS = ("rule", "study", "source")
 FIELDS = (*TEXT_FIELDS, "start", "end", "wall", "cpu", "startup_cpu", *PHASES)
 PHASE_LINE = re.compile(r" phases ((?:\w+=[-\d.]+ ?)+)$")
-BLOCK = "profile"  # the README block --readme rewrites unless --block names another
+BLOCK = "profile"  # the block --readme rewrites (in docs/results.md) unless --block names another
 
 
 def markers(block: str = BLOCK) -> tuple[str, str]:
