@@ -155,6 +155,17 @@ def _accuracy(net, x, y, bs) -> float:
     return float((eval_logits(net, x, bs).argmax(1) == y).double().mean())
 
 
+def _checked_dtype(net: nn.Module, cfg: MarginTrainConfig) -> torch.dtype:
+    """The net's parameter dtype, which must be the config's (ValueError naming ``dtype``)."""
+    dtype = next(net.parameters()).dtype
+    if dtype != cfg.torch_dtype:
+        raise ValueError(
+            f"dtype: the training config says {cfg.dtype} but the net's parameters are {dtype} "
+            f"(build the net in the config's dtype)"
+        )
+    return dtype
+
+
 def train_margin(
     net: nn.Module,
     x: torch.Tensor,
@@ -177,12 +188,7 @@ def train_margin(
     ``should_stop(row)`` after an accepted epoch may end training early (the last epoch is
     still checkpointed as "final")."""
     degree = require_homogeneous(net, "model")
-    dtype = next(net.parameters()).dtype
-    if dtype != cfg.torch_dtype:
-        raise ValueError(
-            f"dtype: the training config says {cfg.dtype} but the net's parameters are {dtype} "
-            f"(build the net in the config's dtype)"
-        )
+    dtype = _checked_dtype(net, cfg)
     x, y = x.to(dtype), y.to(torch.int64)
     test = None if x_test is None else (x_test.to(dtype), y_test.to(torch.int64))
     gen = torch_generator(seed, "margin", "batches")
