@@ -72,6 +72,7 @@ def main() -> None:
             batch_size=args.batch,
             schedule=LossBasedLRConfig(alpha=0.01),
             checkpoint_log10_losses=(),
+            dtype=name,
         )
         c0, w0 = time.process_time(), time.perf_counter()
         res = train_margin(net, x, y, cfg, seed=0)

@@ -21,11 +21,11 @@ with Job(snakemake) as job:
     tr = dict(p.training)
     model, sup = tr.pop("model"), tr.pop("supervision")
     data = run_data(load_npz(snakemake.input.data), sup)
-    net = build_net(model, data, sup, p.seed)
     cfg = train_config(tr, len(data.x))
-    job.log.info("%s on %d points, batch %d, alpha(0) %g, %d epochs, thresholds %s",
-                 model["kind"], len(data.x), cfg.batch_size, cfg.schedule.alpha, cfg.epochs,
-                 list(cfg.checkpoint_log10_losses))  # fmt: skip
+    net = build_net(model, data, sup, p.seed, dtype=cfg.torch_dtype)
+    job.log.info("%s on %d points, %s, batch %d, alpha(0) %g, %d epochs, thresholds %s",
+                 model["kind"], len(data.x), cfg.dtype, cfg.batch_size, cfg.schedule.alpha,
+                 cfg.epochs, list(cfg.checkpoint_log10_losses))  # fmt: skip
     c0 = time.process_time()
 
     def on_epoch(row):
@@ -42,7 +42,7 @@ with Job(snakemake) as job:
     save_csv(snakemake.output.table, checkpoint_rows(res.checkpoints))
     meta = dict(stop_reason=res.stop_reason, rollbacks=res.rollbacks, seconds=res.seconds,
                 cpu_seconds=cpu, epochs=res.history[-1]["epoch"], n_train=len(data.x),
-                batch_size=cfg.batch_size)  # fmt: skip
+                batch_size=cfg.batch_size, dtype=cfg.dtype)  # fmt: skip
     save_json(snakemake.output.meta, meta)
     job.metrics({"train.seconds": res.seconds, "train.cpu_seconds": cpu,
                  "train.rollbacks": float(res.rollbacks)})  # fmt: skip

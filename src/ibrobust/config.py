@@ -333,6 +333,12 @@ def expand_scale(cfg: dict, schema: dict) -> dict:
             raise ConfigError(
                 f"config key {where}.{section[:-1]}: {base!r} is not defined under {section}"
             )
+        block = {k: val for k, val in st.items() if k != "scale"}
+        if _renamed(block, base, "\0") == block:  # a ladder on an entry the study never reads
+            raise ConfigError(
+                f"config key {where}.{section[:-1]}: study {name!r} does not use {base!r} "
+                f"(an overlay that replaces the study's {section} also sets scale: null)"
+            )
         entry = cfg[section][base]
         reg = kinds.REGISTRIES[section]
         if sc["key"] not in reg.schema(entry["kind"]).get("properties", {}):
@@ -347,9 +353,9 @@ def expand_scale(cfg: dict, schema: dict) -> dict:
             vname = base if variant == entry else variant_name(base, sc["key"], v)
             _check_variant(variant, schema, reg, f"{where}.rungs[{i}]")
             out[section][vname] = variant
-            block = _merged({k: val for k, val in st.items() if k != "scale"}, sc["overrides"])
             rung = rung_name(name, sc["key"], v)
-            out["studies"][rung] = dict(_renamed(block, base, vname), enabled=False)
+            rung_block = _merged(block, sc["overrides"])
+            out["studies"][rung] = dict(_renamed(rung_block, base, vname), enabled=False)
     for rung, r in scale_rungs(out).items():
         if rung != r.ladder:
             st = out["studies"][rung]

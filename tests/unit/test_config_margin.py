@@ -49,6 +49,7 @@ BAD = [
     ("alpha-zero", _tr(alpha=0.0), f"{W}.training.alpha", "> 0"),
     ("alpha-negative", _tr(alpha=-0.1), f"{W}.training.alpha", "> 0"),
     ("alpha-nan", _tr(alpha=float("nan")), f"{W}.training.alpha", "finite"),
+    ("dtype-enum", _tr(dtype="float16"), f"{W}.training.dtype", "'float16' is not one of"),
     ("biased-cnn", {"studies": {"margin": {"models": ["cnn_small"]}}}, f"{W}.models[0]", "not homogeneous"),
     ("prelu-net", {"studies": {"margin": {"models": ["prelu_mnist_p1"]}}}, f"{W}.models[0]", "not homogeneous"),
     ("bisection-too-many", {"studies": {"margin": {"robustness": {"attack_points": 5, "bisection_points": 6}}}}, f"{W}.robustness.bisection_points", "exceeds"),

@@ -13,7 +13,11 @@ from ibrobust.config import Rung, load_schema, scale_rungs, validate_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema(ROOT / "schemas" / "config.schema.yaml")
-BASE = yaml.safe_load((ROOT / "config.yaml").read_text())
+CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())  # with its shipped ladders
+BASE = {  # without them: each test sets its own
+    **CONFIG,
+    "studies": {n: {k: v for k, v in st.items() if k != "scale"} for n, st in CONFIG["studies"].items()},
+}
 MARGIN = {"studies": {"margin": {"scale": {"dataset": "margin_mnist", "key": "n_train"}}}}
 
 
@@ -105,3 +109,11 @@ def test_price_nn_curves_of_a_study_without_fc_runs_say_so():
     empty = pd.DataFrame(columns=["eps", "algorithm", "epoch", "train_acc", "test_acc"])
     fig = accuracy_curves(empty, "a CNN-only rung")
     assert "no runs" in fig.axes[0].texts[0].get_text()
+
+
+def test_a_ladder_on_an_entry_the_study_does_not_use_is_named_and_null_is_no_ladder():
+    # config.yaml's ladder scales margin_mnist; an overlay moves the study to another set
+    cfg = merged(CONFIG, {"studies": {"margin": {"datasets": ["margin_mnist_small"]}}})
+    assert_rejected(cfg, SCHEMA, "studies.margin.scale.dataset", "does not use 'margin_mnist'")
+    off = merged(cfg, {"studies": {"margin": {"scale": None}}})
+    assert not [s for s in validate_config(off, SCHEMA)["studies"] if s.startswith("margin@")]

@@ -89,12 +89,16 @@ def run_data(arrays: dict[str, np.ndarray], supervision: str) -> RunData:
     )
 
 
-def build_net(spec: dict, data: RunData, supervision: str, seed: int) -> nn.Module:
-    """The freshly initialised float64 net of a models entry (ValueError naming ``model``
-    when it is not homogeneous)."""
+def build_net(
+    spec: dict, data: RunData, supervision: str, seed: int, dtype: torch.dtype = torch.float64
+) -> nn.Module:
+    """The freshly initialised net of a models entry in ``dtype`` (the training config's;
+    float64 for the robustness job, which loads any run's checkpoints into float64 nets);
+    ValueError naming ``model`` when it is not homogeneous. float32 gets the float64 net's
+    values rounded (exactly them for homogeneous_cnn, whose init is drawn in float32)."""
     readout = model_readout(spec, supervision, data.sign)
     ctx = BuildContext(tuple(data.x.shape[1:]), readout, int(seed), data.x.float())
-    net = build_model(spec, ctx).double()
+    net = build_model(spec, ctx).double().to(dtype)
     require_homogeneous(net, "model")
     return net
 

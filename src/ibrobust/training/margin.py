@@ -42,6 +42,8 @@ from ibrobust.optim.loss_based import LossBasedLR, LossBasedLRConfig
 from ibrobust.seeding import torch_generator
 
 PAPER_CHECKPOINTS = (-10.0, -15.0, -20.0, -120.0)  # log10 train loss of the paper's models 1-4
+# parameter dtypes a run may train in; logit differences and the loss are float64 in both
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,11 @@ class MarginTrainConfig:
     max_consecutive_rollbacks: int = 60  # alpha shrinks 2^6 = 64x before giving up
     momentum: float = 0.0  # the paper's SGD has none; the roll-back restores its buffers
     eval_batch_size: int = 1000
+    dtype: str = "float64"  # of the net's parameters and inputs (a key of DTYPES)
 
     def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {self.dtype!r}")
         if not isinstance(self.schedule, LossBasedLRConfig):
             raise TypeError(f"schedule must be a LossBasedLRConfig, got {self.schedule!r}")
         for key in ("epochs", "batch_size", "max_consecutive_rollbacks", "eval_batch_size"):
@@ -72,6 +77,10 @@ class MarginTrainConfig:
             )
         if not 0 <= self.momentum < 1:
             raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
 
 
 def config_from_dict(d: dict) -> MarginTrainConfig:
@@ -146,6 +155,17 @@ def _accuracy(net, x, y, bs) -> float:
     return float((eval_logits(net, x, bs).argmax(1) == y).double().mean())
 
 
+def _checked_dtype(net: nn.Module, cfg: MarginTrainConfig) -> torch.dtype:
+    """The net's parameter dtype, which must be the config's (ValueError naming ``dtype``)."""
+    dtype = next(net.parameters()).dtype
+    if dtype != cfg.torch_dtype:
+        raise ValueError(
+            f"dtype: the training config says {cfg.dtype} but the net's parameters are {dtype} "
+            f"(build the net in the config's dtype)"
+        )
+    return dtype
+
+
 def train_margin(
     net: nn.Module,
     x: torch.Tensor,
@@ -160,13 +180,15 @@ def train_margin(
     should_stop: Callable[[dict], bool] | None = None,
 ) -> MarginTrainResult:
     """Train ``net`` (in place) on (x (n, *s), y (n,) int64 class ids) with the loss-based
-    schedule; ``net`` must be homogeneous (ValueError naming ``model`` otherwise). Inputs are
-    cast to the net's dtype; logit differences and losses are float64. Batch orders come
+    schedule; ``net`` must be homogeneous (ValueError naming ``model`` otherwise) and have
+    its parameters in ``cfg.dtype`` (ValueError naming ``dtype`` otherwise: the config says
+    what a run trains in, so a net built in another dtype is refused, not silently cast).
+    Inputs are cast to that dtype; logit differences and losses are float64. Batch orders come
     from ``torch_generator(seed, "margin", "batches")`` (a redone epoch draws a new one).
     ``should_stop(row)`` after an accepted epoch may end training early (the last epoch is
     still checkpointed as "final")."""
     degree = require_homogeneous(net, "model")
-    dtype = next(net.parameters()).dtype
+    dtype = _checked_dtype(net, cfg)
     x, y = x.to(dtype), y.to(torch.int64)
     test = None if x_test is None else (x_test.to(dtype), y_test.to(torch.int64))
     gen = torch_generator(seed, "margin", "batches")
@@ -183,7 +205,7 @@ def train_margin(
         saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()))
         alpha, log_eta = sched.alpha, sched.log_eta
         order = torch.randperm(len(x), generator=gen).split(cfg.batch_size)
-        diverged = _sgd_epoch(net, opt, sched, x, y, order)
+        diverged = _sgd_epoch(net, opt, sched, x, y, order, torch.finfo(dtype).max)
         stats = _stats(net, x, y, degree, cfg.eval_batch_size)
         if not sched.end_epoch(math.nan if diverged else stats.log10_loss * LOG10):
             net.load_state_dict(saved[0])
@@ -252,16 +274,17 @@ class _Log:
             self.on_checkpoint(ck)
 
 
-def _sgd_epoch(net, opt, sched: LossBasedLR, x, y, batches) -> bool:
+def _sgd_epoch(net, opt, sched: LossBasedLR, x, y, batches, max_scale: float) -> bool:
     """One epoch of steps alpha * (L_B / L(t-1)) * grad log L_B; True if it diverged (a step
-    factor beyond float64: the epoch is redone like any other that raised the loss, since
-    finishing it would only turn the parameters into inf / nan)."""
+    factor beyond ``max_scale``, the largest number of the parameters' dtype, which the
+    optimizer could not even apply: the epoch is redone like any other that raised the loss,
+    since finishing it would only turn the parameters into inf / nan)."""
     net.train()
     try:
         for idx in batches:
             log_lb = log_mean_loss(log_ce(net(x[idx]), y[idx]))  # scalar, float64
             scale = sched.step_scale(float(log_lb.detach()))
-            if not math.isfinite(scale):
+            if not scale <= max_scale:  # inf, or beyond float32 for a float32 net
                 return True
             opt.zero_grad(set_to_none=True)
             log_lb.backward()
