@@ -16,6 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# the settings every network-training kind passes to NetTrainConfig under the same name
+NETWORK_KEYS = {
+    key: key
+    for key in ("stop_loss", "log_every", "n_checkpoints", "loss", "adversarial", "eval_every")
+}
+
 
 def renamed(entry: Mapping[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
     """The entry's settings named in ``keys`` (entry key -> field), under their field names."""

@@ -5,22 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ibrobust.optimizers import renamed
+from ibrobust.optimizers import NETWORK_KEYS, renamed
 
 # entry key -> NetTrainConfig field (matmul: read by the prelu path; eval_points: by the
 # curve recorder)
 KEYS = {
+    **NETWORK_KEYS,
     "lr": "lr",
     "epochs": "max_epochs",
     "batch_size": "batch_size",
     "betas": "betas",
     "weight_decay": "weight_decay",
-    "stop_loss": "stop_loss",
-    "log_every": "log_every",
-    "n_checkpoints": "n_checkpoints",
-    "loss": "loss",
-    "adversarial": "adversarial",
-    "eval_every": "eval_every",
 }
 
 

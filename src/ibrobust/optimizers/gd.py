@@ -6,21 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ibrobust.optimizers import renamed
+from ibrobust.optimizers import NETWORK_KEYS, renamed
 
 # entry key -> NetTrainConfig field (method and lr_schedule: read by the gram_gd path /
 # constant only; eval_points: by the curve recorder)
 KEYS = {
+    **NETWORK_KEYS,
     "lr": "lr",
     "max_steps": "max_epochs",
-    "stop_loss": "stop_loss",
-    "log_every": "log_every",
-    "n_checkpoints": "n_checkpoints",
     "norm": "norm",
     "scale": "scale",
-    "loss": "loss",
-    "adversarial": "adversarial",
-    "eval_every": "eval_every",
 }
 
 
