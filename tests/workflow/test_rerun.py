@@ -126,9 +126,11 @@ def test_plot_option_change_reruns_only_figures(state_copy, tmp_path):
 
 # edited module -> exact job counts it must trigger (from each script's import closure)
 LIBRARY_EDITS = {
-    # imported by the four FA figure scripts only (not by fa_summary_table, nor by the
-    # margin-gradient view, which draws with plotting/margin_gradient.py)
-    "plotting/fa.py": Counter({**dict.fromkeys(FIGURE_RULES[:4], 1), **LEDGER, "all": 1}),
+    # imported by three FA figure scripts only (not by fa_summary_table, nor by the cosine
+    # heatmaps, drawn by plotting/cosines.py, nor by the margin-gradient view)
+    "plotting/fa.py": Counter({**dict.fromkeys(FIGURE_RULES[1:4], 1), **LEDGER, "all": 1}),
+    # the generic cosine view (rules/analysis.smk): its one figure job and the ledger
+    "plotting/cosines.py": Counter({"cosine_figure": 1, **LEDGER, "all": 1}),
     # imported by attack.py (through attacks.suite) and the margin-gradient view: both grids
     # (10 own-score + 15 per-readout jobs), then their readers
     "attacks/pgd.py": Counter(
@@ -174,7 +176,8 @@ LIBRARY_EDITS = {
     ),
 }
 DIRECT = {
-    "plotting/fa.py": FIGURE_RULES[:4],
+    "plotting/fa.py": FIGURE_RULES[1:4],
+    "plotting/cosines.py": ["cosine_figure"],
     "attacks/pgd.py": ["attack", "attack_readout"],
     "training/full_batch.py": ["train"],
     # (its attack jobs' code changes too; their reason names the rerun model first)
@@ -318,7 +321,7 @@ def test_jobs_import_the_library_copy(state_copy, repo_copy, tmp_path):
     """PYTHONPATH=<copy>/src reaches the jobs, not only the Snakefile."""
     src = repo_copy.parent / "src"
     marker = tmp_path / "imported_from.txt"
-    fa = src / "ibrobust" / "plotting" / "fa.py"
+    fa = src / "ibrobust" / "plotting" / "cosines.py"
     fa.write_text(
         fa.read_text() + "\n# edited by tests/workflow: record where jobs import this from\n"
         "import os as _os\n\n"
