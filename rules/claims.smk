@@ -1,5 +1,5 @@
 # The claims ledger (results/claims/claims.md + .csv): every claim each study kind declares
-# (src/ibrobust/claims/), measured on the studies' summaries. It reads only the summaries the
+# (src/ibrobust/studies/<kind>/claims.py), measured on the studies' summaries. It reads only the summaries the
 # default target builds for the invocation's studies (only_studies, else the enabled ones;
 # claims of other outputs and studies are "not run", with the reason); editing a claim declaration changes only this rule's code hash, so only the
 # ledger reruns.

@@ -12,9 +12,9 @@ import pytest
 from claims_fixtures import MARGIN_CHECKPOINTS, margin_history, margin_outputs, margin_points
 
 from ibrobust.claims.core import StudyContext
-from ibrobust.claims.margin import claims
 from ibrobust.experiments import margin_report as mr
 from ibrobust.experiments.margin_report import robust_curves
+from ibrobust.studies.margin.claims import claims
 
 
 def _history():

@@ -161,7 +161,7 @@ def test_a_cell_is_fitted_only_when_every_run_fit_the_training_set():
 
 
 def test_cnn_claim_counts_only_fitted_cells():
-    from ibrobust.claims import price_nn as C
+    from ibrobust.studies.price_nn import claims as C
 
     cells = pd.DataFrame(
         [{"arch": "cnn", "metric": C.STRONG, "eps": e, "n": 50, "mean": m, "fitted": f,

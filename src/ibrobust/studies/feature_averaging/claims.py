@@ -24,8 +24,8 @@ from ibrobust.claims.core import (
     not_above,
     restricted,
 )
-from ibrobust.claims.feature_averaging_scaling import scaling_claims
 from ibrobust.kinds import MODELS
+from ibrobust.studies.feature_averaging.claims_scaling import scaling_claims
 
 # ---- column mapping (summary.csv) ----
 SETTING = "setting"  # binary | multiclass | the reference's label
