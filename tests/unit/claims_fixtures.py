@@ -222,7 +222,7 @@ def fa_scaling(
     seeds=(0, 1),
     slope_d: float | Sequence[float] = 0.5,
 ) -> pd.DataFrame:
-    """Rows as fa_scaling_figure writes them (ibrobust.experiments.fa_scaling.scaling_table):
+    """Rows as fa_scaling_figure writes them (ibrobust.studies.feature_averaging.scaling.scaling_table):
     sweep over k at d: binary radius = sqrt(d) k^slope; sweep over d at k = 10: binary radius
     = d^slope_d / sqrt(10); a sequence gives each seed its own slope; the 2-class rows
     repeat under each readout."""

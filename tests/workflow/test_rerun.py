@@ -128,7 +128,9 @@ def test_plot_option_change_reruns_only_figures(state_copy, tmp_path):
 LIBRARY_EDITS = {
     # imported by three FA figure scripts only (not by fa_summary_table, nor by the cosine
     # heatmaps, drawn by plotting/cosines.py, nor by the margin-gradient view)
-    "plotting/fa.py": Counter({**dict.fromkeys(FIGURE_RULES[1:4], 1), **LEDGER, "all": 1}),
+    "studies/feature_averaging/plots.py": Counter(
+        {**dict.fromkeys(FIGURE_RULES[1:4], 1), **LEDGER, "all": 1}
+    ),
     # the generic cosine view (rules/analysis.smk): its one figure job and the ledger
     "plotting/cosines.py": Counter({"cosine_figure": 1, **LEDGER, "all": 1}),
     # imported by attack.py (through attacks.suite) and the margin-gradient view: both grids
@@ -176,7 +178,7 @@ LIBRARY_EDITS = {
     ),
 }
 DIRECT = {
-    "plotting/fa.py": FIGURE_RULES[1:4],
+    "studies/feature_averaging/plots.py": FIGURE_RULES[1:4],
     "plotting/cosines.py": ["cosine_figure"],
     "attacks/pgd.py": ["attack", "attack_readout"],
     "training/full_batch.py": ["train"],

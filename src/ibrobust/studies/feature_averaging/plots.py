@@ -18,13 +18,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ibrobust.experiments.fa_scaling import loglog_slope  # noqa: E402
 from ibrobust.plotting.style import (  # noqa: E402
     SUPERVISION_COLORS,
     label_color,
     mean_band,
     set_style,
 )
+from ibrobust.studies.feature_averaging.scaling import loglog_slope  # noqa: E402
 
 COMBO = ["dataset", "model", "optimizer"]
 
