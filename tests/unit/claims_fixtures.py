@@ -5,7 +5,7 @@ fa_scaling_figure.py, the margin-gradient summary of fa_margin_gradient.py). FA-
 per-run ``robust_accuracy.csv`` tables (:func:`ibrobust.analysis.robustness.robust_accuracy_table`
 of hand-made correctness masks), gathered as images_robust_figure.py and
 images_summary_table.py gather them (``per_readout(gather_csv(...))``): the curves CSV, and
-:func:`ibrobust.experiments.fa_images.summary_table` of it. PRICE-LIN: per-run
+:func:`ibrobust.studies.feature_averaging_images.tables.summary_table` of it. PRICE-LIN: per-run
 ``metrics.csv`` tables (the columns of
 :func:`ibrobust.experiments.price_linear.metrics_table`) gathered as price_gap_figure.py does
 (``gap_vs_n.csv``) and :func:`~ibrobust.experiments.price_linear_tables.mean_over_draws` of
@@ -37,7 +37,6 @@ from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.ledger import build_ledger, study_outputs
 from ibrobust.config import load_schema, validate_config
 from ibrobust.experiments import margin_report as mr
-from ibrobust.experiments.fa_images import summary_table
 from ibrobust.experiments.prelu import synthetic_summary, table1
 from ibrobust.experiments.price_linear import METRICS
 from ibrobust.experiments.price_linear_algorithms import algorithm_of
@@ -45,6 +44,7 @@ from ibrobust.experiments.price_linear_tables import mean_over_draws
 from ibrobust.experiments.price_nn_tables import study_tables
 from ibrobust.experiments.tables import per_readout
 from ibrobust.io import save_csv
+from ibrobust.studies.feature_averaging_images.tables import summary_table
 
 ROOT = Path(__file__).resolve().parents[2]
 READOUTS = ("sum", "argmax", "log_odds")  # config.yaml's readouts of fa and fa_images

@@ -5,7 +5,7 @@ Our numbers come from ``results/<study>/figures/robust_accuracy_vs_radius.csv`` 
 robust-accuracy figure's data: one row per run, readout, attack and radius): per seed, the
 k-class net's worst-case robust accuracy minus the 2-class net's at a report radius (both
 trained and attacked on that seed's data subset and test points), with a t interval over
-seeds. ``summary.csv`` (:func:`ibrobust.experiments.fa_images.summary_table`) is checked
+seeds. ``summary.csv`` (:func:`ibrobust.studies.feature_averaging_images.tables.summary_table`) is checked
 as before (the worst case is the smallest). The column mapping is :data:`SOURCES` and the
 constants below.
 """
@@ -26,7 +26,7 @@ from ibrobust.claims.core import (
     at_least,
     not_above,
 )
-from ibrobust.experiments.fa_images import PAPER_ROBUST_ACC
+from ibrobust.studies.feature_averaging_images.tables import PAPER_ROBUST_ACC
 
 SUPERVISION = "supervision"
 BINARY, MULTICLASS = "binary", "multiclass"
