@@ -36,7 +36,6 @@ from ibrobust.analysis.robustness import robust_accuracy_table
 from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.ledger import build_ledger, study_outputs
 from ibrobust.config import load_schema, validate_config
-from ibrobust.experiments import margin_report as mr
 from ibrobust.experiments.prelu import synthetic_summary, table1
 from ibrobust.experiments.price_linear import METRICS
 from ibrobust.experiments.price_linear_algorithms import algorithm_of
@@ -45,6 +44,7 @@ from ibrobust.experiments.price_nn_tables import study_tables
 from ibrobust.experiments.tables import per_readout
 from ibrobust.io import save_csv
 from ibrobust.studies.feature_averaging_images.tables import summary_table
+from ibrobust.studies.margin import tables as mr
 
 ROOT = Path(__file__).resolve().parents[2]
 READOUTS = ("sum", "argmax", "log_odds")  # config.yaml's readouts of fa and fa_images
@@ -516,7 +516,7 @@ def margin_points(
     certified: float = 0.5,
     margins: Mapping[tuple[str, str], Sequence[float]] | None = None,
 ) -> pd.DataFrame:
-    """One run's points.csv (the columns of ibrobust.experiments.margin.checkpoint_robustness):
+    """One run's points.csv (the columns of ibrobust.studies.margin.experiment.checkpoint_robustness):
     ``distances[(checkpoint, split)]``: the FAB l2 distance of each point (NaN: not reached);
     the PGD bisection bound 10 % above it on the first half of the points (NaN beyond, as
     outside the bisection sample); the certificate ``certified`` x the distance; margins 1
