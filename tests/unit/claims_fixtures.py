@@ -7,8 +7,8 @@ of hand-made correctness masks), gathered as images_robust_figure.py and
 images_summary_table.py gather them (``per_readout(gather_csv(...))``): the curves CSV, and
 :func:`ibrobust.studies.feature_averaging_images.tables.summary_table` of it. PRICE-LIN: per-run
 ``metrics.csv`` tables (the columns of
-:func:`ibrobust.experiments.price_linear.metrics_table`) gathered as price_gap_figure.py does
-(``gap_vs_n.csv``) and :func:`~ibrobust.experiments.price_linear_tables.mean_over_draws` of
+:func:`ibrobust.studies.price_linear.experiment.metrics_table`) gathered as price_gap_figure.py does
+(``gap_vs_n.csv``) and :func:`~ibrobust.studies.price_linear.tables.mean_over_draws` of
 them (``summary.csv``). PRELU: :func:`ibrobust.experiments.prelu.synthetic_summary` and
 :func:`ibrobust.experiments.prelu.table1`. PRICE-NN:
 :func:`ibrobust.experiments.price_nn_tables.study_tables` of hand-made final rows. MARGIN:
@@ -37,14 +37,14 @@ from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.ledger import build_ledger, study_outputs
 from ibrobust.config import load_schema, validate_config
 from ibrobust.experiments.prelu import synthetic_summary, table1
-from ibrobust.experiments.price_linear import METRICS
-from ibrobust.experiments.price_linear_algorithms import algorithm_of
-from ibrobust.experiments.price_linear_tables import mean_over_draws
 from ibrobust.experiments.price_nn_tables import study_tables
 from ibrobust.experiments.tables import per_readout
 from ibrobust.io import save_csv
 from ibrobust.studies.feature_averaging_images.tables import summary_table
 from ibrobust.studies.margin import tables as mr
+from ibrobust.studies.price_linear.algorithms import algorithm_of
+from ibrobust.studies.price_linear.experiment import METRICS
+from ibrobust.studies.price_linear.tables import mean_over_draws
 
 ROOT = Path(__file__).resolve().parents[2]
 READOUTS = ("sum", "argmax", "log_odds")  # config.yaml's readouts of fa and fa_images
