@@ -11,7 +11,7 @@ images_summary_table.py gather them (``per_readout(gather_csv(...))``): the curv
 (``gap_vs_n.csv``) and :func:`~ibrobust.studies.price_linear.tables.mean_over_draws` of
 them (``summary.csv``). PRELU: :func:`ibrobust.experiments.prelu.synthetic_summary` and
 :func:`ibrobust.experiments.prelu.table1`. PRICE-NN:
-:func:`ibrobust.experiments.price_nn_tables.study_tables` of hand-made final rows. MARGIN:
+:func:`ibrobust.studies.price_nn.tables.study_tables` of hand-made final rows. MARGIN:
 workflow_scripts/margin_summary.py's steps on hand-made per-run history, checkpoints and
 points tables (``summary.csv`` and ``points.csv``). Every number is set by the caller, so
 each test chooses the verdict it expects.
@@ -37,7 +37,6 @@ from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.ledger import build_ledger, study_outputs
 from ibrobust.config import load_schema, validate_config
 from ibrobust.experiments.prelu import synthetic_summary, table1
-from ibrobust.experiments.price_nn_tables import study_tables
 from ibrobust.experiments.tables import per_readout
 from ibrobust.io import save_csv
 from ibrobust.studies.feature_averaging_images.tables import summary_table
@@ -45,6 +44,7 @@ from ibrobust.studies.margin import tables as mr
 from ibrobust.studies.price_linear.algorithms import algorithm_of
 from ibrobust.studies.price_linear.experiment import METRICS
 from ibrobust.studies.price_linear.tables import mean_over_draws
+from ibrobust.studies.price_nn.tables import study_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 READOUTS = ("sum", "argmax", "log_odds")  # config.yaml's readouts of fa and fa_images
