@@ -6,12 +6,24 @@
 from ibrobust.claims.ledger import claims_modules, ledger_inputs  # noqa: E402
 
 # the ledger also goes onto the invocation's parent MLflow run (folder claims/)
-PARENT_ARTIFACTS.update({f: "claims" for f in CLAIMS_LEDGER + CLAIMS_LEDGER_ALL})
+PARENT_ARTIFACTS.update(
+    {f: "claims" for f in CLAIMS_LEDGER + CLAIMS_LEDGER_ALL + CLAIMS_LEDGER_SCALE + SCALE_TRENDS}
+)
+
+
+def ledger_config(names):
+    """What a ledger's claims read of the config: the studies ``names`` (the ones it judges;
+    a scale ladder's rungs only in the scale ledger), the registries they use."""
+    return dict(
+        studies={s: STUDIES[s] for s in names},
+        only_studies=config["only_studies"],
+        **{k: config[k] for k in ("datasets", "models", "optimizers")},
+    )
 
 
 rule claims:
     input:
-        ledger_inputs({s: STUDIES[s]["kind"] for s in ENABLED},
+        ledger_inputs({s: STUDIES[s]["kind"] for s in ENABLED if s in BASE_STUDIES},
                       {f for s in ENABLED for f in study_outputs(s, default=True)}),
     output:
         html=report("results/claims/claims.html", caption="../report/claims/claims.rst", category="0 claims ledger"),
@@ -23,11 +35,7 @@ rule claims:
         "results/logs/claims/claims.log",
     params:
         # the config the claims read (params, not snakemake.config: declared, so reruns see it)
-        config=lambda w: dict(
-            studies=STUDIES,
-            only_studies=config["only_studies"],
-            **{k: config[k] for k in ("datasets", "models", "optimizers")},
-        ),
+        config=lambda w: ledger_config(BASE_STUDIES),
         level=config["ledger"]["level"],
         # the claim declarations and the optimizer kinds they read (PRICE-LIN's algorithms)
         code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
@@ -45,8 +53,8 @@ rule claims:
 # its outputs (enabled or not: only_studies = every study).
 use rule claims as claims_all with:
     input:
-        ledger_inputs({s: st["kind"] for s, st in STUDIES.items()},
-                      {f for s in STUDIES for f in study_outputs(s)}),
+        ledger_inputs({s: STUDIES[s]["kind"] for s in BASE_STUDIES},
+                      {f for s in BASE_STUDIES for f in study_outputs(s)}),
     output:
         html=report("results/claims/all/claims.html", caption="../report/claims/claims.rst", category="0 claims ledger"),
         md="results/claims/all/claims.md",
@@ -56,10 +64,29 @@ use rule claims as claims_all with:
     log:
         "results/logs/claims/claims_all.log",
     params:
-        config=lambda w: dict(
-            studies=STUDIES,
-            only_studies=list(STUDIES),
-            **{k: config[k] for k in ("datasets", "models", "optimizers")},
-        ),
+        config=lambda w: dict(ledger_config(BASE_STUDIES), only_studies=BASE_STUDIES),
+        level=config["ledger"]["level"],
+        code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
+
+
+# The ledger of `snakemake scale` (rules/targets.smk): every rung study of every scale ladder
+# (all its outputs), and each claim's trend over the rungs (ibrobust.claims.trend).
+use rule claims as claims_scale with:
+    input:
+        ledger_inputs({s: STUDIES[s]["kind"] for s in SCALE_RUNGS},
+                      {f for s in SCALE_RUNGS for f in study_outputs(s)}),
+    output:
+        html="results/claims/scale/claims.html",
+        md="results/claims/scale/claims.md",
+        csv="results/claims/scale/claims.csv",
+        png="results/claims/scale/claims.png",
+        pdf="results/claims/scale/claims.pdf",
+        trend_md="results/claims/scale/trend.md",
+        trend_csv="results/claims/scale/trend.csv",
+    log:
+        "results/logs/claims/claims_scale.log",
+    params:
+        config=lambda w: dict(ledger_config(list(SCALE_RUNGS)), only_studies=list(SCALE_RUNGS)),
+        rungs={s: vars(r) for s, r in SCALE_RUNGS.items()},
         level=config["ledger"]["level"],
         code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),

@@ -36,6 +36,7 @@ from ibrobust.config import (  # noqa: E402
     grid_attacks,
     load_schema,
     radius_grids,
+    scale_rungs,
     validate_config,
 )
 from ibrobust.overlay import OverlayError, check_files as check_config_files  # noqa: E402
@@ -54,8 +55,13 @@ config.clear()
 config.update(_validated)
 CONFIG_HASH = config_hash(config)
 
-STUDIES = config["studies"]
+STUDIES = config["studies"]  # with the rungs of every scale ladder (ibrobust.config.expand_scale)
 ENABLED = config["only_studies"] or [s for s, st in STUDIES.items() if st["enabled"]]
+# scale ladders: rung study -> Rung (a rung equal to its study is the study itself); the
+# studies built only by the `scale` target are left out of `reproduce` and its ledger
+SCALE_RUNGS = scale_rungs(config)
+LADDER_ONLY = [s for s, r in SCALE_RUNGS.items() if s != r.ladder]
+BASE_STUDIES = [s for s in STUDIES if s not in LADDER_ONLY]
 # studies whose models go through the generic dataset -> train -> analyze/attack rules
 NET_STUDIES = [s for s, st in STUDIES.items() if kinds.STUDIES.of(st)["network"]]
 STUDY_RULES = studies.rules_files()  # study kind -> its rules file (the Snakefile includes them)
@@ -97,11 +103,14 @@ def alternatives(names):
 NO_MATCH = "^$"  # a wildcard constraint no value matches (no study of a kind in the config)
 
 
-def study_constraint(kind=None):
+def study_constraint(kind=None, studies=None):
     """The ``study`` wildcard's regex for the rules of a study kind's rules file: that kind's
     studies of the config (None: the studies of the generic network rules). The Snakefile
     applies it to every rule of the kind's file, so a file's rules never match another
-    kind's study (e.g. two kinds' results/{study}/figures/summary.csv)."""
+    kind's study (e.g. two kinds' results/{study}/figures/summary.csv). ``studies``: exactly
+    these (a generic rule made for one study, e.g. rules/attack.smk's per-study readouts)."""
+    if studies is not None:
+        return alternatives(studies) or NO_MATCH
     return alternatives(NET_STUDIES if kind is None else studies_of(kind)) or NO_MATCH
 
 
@@ -233,6 +242,9 @@ def study_outputs(study, default=False):
 CLAIMS_LEDGER = [f"results/claims/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]
 # the full ledger of `snakemake reproduce`: every study of the config, every output
 CLAIMS_LEDGER_ALL = [f"results/claims/all/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]
+# the ledger of `snakemake scale`: every rung of every scale ladder, and each claim's trend
+CLAIMS_LEDGER_SCALE = [f"results/claims/scale/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]
+SCALE_TRENDS = [f"results/claims/scale/trend.{ext}" for ext in ("md", "csv")]
 
 
 def default_targets():

@@ -18,5 +18,16 @@ for _study in sorted(STUDIES):
 # preflight (onstart) stops the run, naming data_root, before any job starts.
 rule reproduce:
     input:
-        [f for s in STUDIES for f in study_outputs(s)],
+        [f for s in BASE_STUDIES for f in study_outputs(s)],
         CLAIMS_LEDGER_ALL,
+
+
+# `snakemake --cores all scale --config data_root=DIR`: every rung of every study's scale
+# ladder (its `scale` block: the study <name>@<key>=<value> per rung) with all its outputs,
+# their claims ledger and each claim's trend over the rungs (results/claims/scale/); not
+# part of reproduce.
+rule scale:
+    input:
+        [f for s in SCALE_RUNGS for f in study_outputs(s)],
+        CLAIMS_LEDGER_SCALE,
+        SCALE_TRENDS,

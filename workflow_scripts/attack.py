@@ -1,4 +1,5 @@
-"""Rule attack: robust accuracy of one model over a radius grid, every attack + worst case."""
+"""Rules attack and attack_readouts_<study>: robust accuracy of one model over a radius grid,
+every attack + worst case, under each of ``params.readouts`` (one table and summary each)."""
 
 from _job import Job
 
@@ -8,23 +9,31 @@ from ibrobust.io import load_npz, load_torch, save_csv, save_json
 from ibrobust.seeding import torch_generator
 
 p, out = snakemake.params, snakemake.output
+readouts = list(p.readouts)
 with Job(snakemake) as job:
     data = dataset_from_arrays(load_npz(snakemake.input.data), snakemake.input.data)
     gen = torch_generator(p.seed, "attack", snakemake.wildcards.grid)
-    job.log.info("attacking %s points at %d radii with %s", p.points, len(p.radii), list(p.attacks))
-    table, summary = evaluate_robustness(
+    job.log.info("attacking %s points at %d radii with %s under %s", p.points, len(p.radii),
+                 list(p.attacks), readouts)  # fmt: skip
+    results = evaluate_robustness(
         load_torch(snakemake.input.model), data, dict(p.attacks), list(p.radii), p.points,
-        p.task, p.readout, gen, on_attack=lambda a: job.log.info("attack %s done", a),
+        p.task, readouts, gen, on_attack=lambda a: job.log.info("attack %s done", a),
         where=snakemake.input.data,
     )  # fmt: skip
-    for name, accs in summary["robust_acc"].items():
-        for i, acc in enumerate(accs.values()):
-            job.metrics({f"robust_acc.{name}": acc}, step=i)
-        job.metrics({f"critical_radius.{name}": summary["critical_radius"][name]})
-    job.log.info(
-        "critical radii %s", {a: round(v, 3) for a, v in summary["critical_radius"].items()}
-    )
-    save_csv(out.table, table)
-    save_json(out.summary, summary)
-    for f in (out.table, out.summary):
-        job.artifact(f, "attack")
+    # the outputs list the readouts in the order of params.readouts (rules/attack.smk)
+    for readout, table_path, summary_path in zip(readouts, out.tables, out.summaries, strict=True):
+        table, summary = results[readout]
+        key = "" if len(readouts) == 1 else f"{readout}."  # one readout: the keys of old
+        for name, accs in summary["robust_acc"].items():
+            for i, acc in enumerate(accs.values()):
+                job.metrics({f"robust_acc.{key}{name}": acc}, step=i)
+            job.metrics({f"critical_radius.{key}{name}": summary["critical_radius"][name]})
+        job.log.info(
+            "critical radii (%s) %s", readout,
+            {a: round(v, 3) for a, v in summary["critical_radius"].items()},
+        )  # fmt: skip
+        save_csv(table_path, table)
+        save_json(summary_path, summary)
+        folder = "attack" if len(readouts) == 1 else f"attack/{readout}"
+        for f in (table_path, summary_path):
+            job.artifact(f, folder)

@@ -1,11 +1,14 @@
-"""Rule claims: the claims ledger (claims.md, .csv, .html) from the studies' outputs, every
-verdict decided on a ``level`` interval, and its figure (each claim's interval against its
-rule)."""
+"""Rules claims / claims_all / claims_scale: the claims ledger (claims.md, .csv, .html) from
+the studies' outputs, every verdict decided on a ``level`` interval, and its figure (each
+claim's interval against its rule); for a scale ladder's rungs also each claim's trend over
+them (trend.md, .csv)."""
 
 from _job import Job
 
 from ibrobust.claims.ledger import build_ledger, study_outputs
 from ibrobust.claims.render import ledger_html, ledger_markdown
+from ibrobust.claims.trend import trend_markdown, trends
+from ibrobust.config import Rung
 from ibrobust.io import atomic_path, save_csv
 from ibrobust.plotting.claims import save_claims_figure
 
@@ -23,5 +26,13 @@ with Job(snakemake) as job:
     job.log.info("%d claims: %s", len(ledger), counts)
     job.metrics({f"claims.{v.replace(' ', '_')}": float(n) for v, n in counts.items()})
     out = snakemake.output
-    for f in (out.md, out.csv, out.html, out.png, out.pdf):
+    files = [out.md, out.csv, out.html, out.png, out.pdf]
+    if "trend_csv" in out.keys():  # the scale ledger: each claim's trend over the rungs
+        table = trends(ledger, {s: Rung(**r) for s, r in p.rungs.items()})
+        save_csv(out.trend_csv, table)
+        with atomic_path(out.trend_md) as tmp:
+            tmp.write_text(trend_markdown(table))
+        job.log.info("trends: %s", table.trend.value_counts().to_dict())
+        files += [out.trend_md, out.trend_csv]
+    for f in files:
         job.artifact(f, "claims")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,9 @@ def load_schema(path: str | Path) -> dict:
         entry["properties"]["kind"]["enum"] = reg.kinds()
         entry["allOf"] = []
         for kind in reg.kinds():
-            schema["definitions"][f"{reg.what}_{kind}"] = reg.schema(kind)
+            schema["definitions"][f"{reg.what}_{kind}"] = definition = reg.schema(kind)
+            if reg is kinds.STUDIES:  # every study kind may climb a scale ladder
+                definition["properties"]["scale"] = {"$ref": "#/definitions/scale"}
             entry["allOf"].append(
                 {
                     "if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
@@ -105,7 +108,8 @@ def _coerce_command_line(cfg: dict, schema: dict) -> dict:
 def validate_config(config: dict, schema: dict) -> dict:
     """Validated copy of ``config`` with defaults filled; ConfigError on the first problem:
     the schema on what the user wrote, then (defaults filled) each entry's kind's own value
-    checks, then the cross-references (robust-ERM blocks, the studies' checks)."""
+    checks, then the cross-references (robust-ERM blocks, the studies' checks); the scale
+    ladders' rungs added last (:func:`expand_scale`)."""
     cfg = _coerce_command_line(copy.deepcopy(config), schema)
     bad_values = value_problems(cfg, schema)  # NaN / inf anywhere, 1.0 for an integer
     if bad_values:
@@ -119,7 +123,7 @@ def validate_config(config: dict, schema: dict) -> dict:
     _fill_registry_defaults(cfg, schema)
     _check_entries(cfg)
     _check_references(cfg)
-    return cfg
+    return expand_scale(cfg, schema)
 
 
 def _check_kind_names(cfg: dict) -> None:
@@ -223,10 +227,12 @@ def derived_optimizers(cfg: dict) -> dict[str, dict]:
     return out
 
 
-def typed(entry: Mapping, key: str, value: Any) -> Any:
-    """``value`` of setting ``key`` of a dataset entry as its kind's fragment types it: an int
-    for an integer setting (a sweep's d, k or n_train), else a float."""
-    types = kinds.DATASETS.schema(entry["kind"])["properties"].get(key, {}).get("type", [])
+def typed(entry: Mapping, key: str, value: Any, section: str = "datasets") -> Any:
+    """``value`` of setting ``key`` of a registry entry (a dataset by default) as its kind's
+    fragment types it: an int for an integer setting (a sweep's d, k or n_train), else a
+    float."""
+    reg = kinds.REGISTRIES[section]
+    types = reg.schema(entry["kind"])["properties"].get(key, {}).get("type", [])
     return (
         int(value) if "integer" in (types if isinstance(types, list) else [types]) else float(value)
     )
@@ -269,3 +275,111 @@ def derived_datasets(cfg: dict) -> dict[str, dict]:
                 entry = cfg["datasets"][base]
                 out[name] = dict(entry, **{key: typed(entry, key, v)})
     return out
+
+
+# ---- scale ladders: a study's rungs <study>@<key>=<value> --------------------------------
+@dataclass(frozen=True)
+class Rung:
+    """One rung of a study's scale ladder: the base study, the scaled setting and its value."""
+
+    ladder: str
+    key: str
+    value: float
+
+
+def rung_name(study: str, key: str, value: Any) -> str:
+    return f"{study}@{key}={float(value):g}"
+
+
+def scale_rungs(cfg: dict) -> dict[str, Rung]:
+    """Every rung study of the (expanded) config -> its :class:`Rung`, ladders in the config's
+    order, rungs in theirs. A rung equal to its base study (the scaled entry already has that
+    value and the ladder overrides nothing) is the base study itself."""
+    out: dict[str, Rung] = {}
+    for name, st in cfg["studies"].items():
+        sc = st.get("scale")
+        if not sc:
+            continue
+        section, base = _scaled_entry(sc)
+        entry = cfg[section][base]
+        for v in sc["rungs"]:
+            same = entry.get(sc["key"]) == typed(entry, sc["key"], v, section)
+            rung = name if same and not sc.get("overrides") else rung_name(name, sc["key"], v)
+            out[rung] = Rung(name, sc["key"], float(v))
+    return out
+
+
+def _scaled_entry(sc: Mapping) -> tuple[str, str]:
+    """(registry section, entry name) a scale block scales."""
+    return ("datasets", sc["dataset"]) if sc.get("dataset") else ("models", sc["model"])
+
+
+def expand_scale(cfg: dict, schema: dict) -> dict:
+    """``cfg`` with every scale ladder's rungs added: for each rung value v of a study's
+    ``scale`` block, the entry variant ``<entry>@<key>=<v>`` (the dataset or model entry
+    with key = v, checked against its kind's fragment) and the rung study
+    ``<study>@<key>=<v>``: the study block with the ladder's ``overrides`` applied, every
+    reference to the entry renamed to the variant, ``enabled: false`` and no ``scale``
+    (ConfigError naming the scale block on a bad rung). Rungs build only with the ``scale``
+    target; a rung equal to the base study is the base study itself (:func:`scale_rungs`)."""
+    out = copy.deepcopy(cfg)
+    for name, st in cfg["studies"].items():
+        sc = st.get("scale")
+        if not sc:
+            continue
+        where = f"studies.{name}.scale"
+        section, base = _scaled_entry(sc)
+        if base not in cfg[section]:
+            raise ConfigError(
+                f"config key {where}.{section[:-1]}: {base!r} is not defined under {section}"
+            )
+        entry = cfg[section][base]
+        reg = kinds.REGISTRIES[section]
+        if sc["key"] not in reg.schema(entry["kind"]).get("properties", {}):
+            raise ConfigError(
+                f"config key {where}.key: {sc['key']!r} is not a setting of {reg.what} kind "
+                f"{entry['kind']!r}"
+            )
+        for i, v in enumerate(sc["rungs"]):
+            variant = dict(entry, **{sc["key"]: typed(entry, sc["key"], v, section)})
+            if variant == entry and not sc["overrides"]:
+                continue  # the base study itself is this rung
+            vname = base if variant == entry else variant_name(base, sc["key"], v)
+            _check_variant(variant, schema, reg, f"{where}.rungs[{i}]")
+            out[section][vname] = variant
+            block = _merged({k: val for k, val in st.items() if k != "scale"}, sc["overrides"])
+            rung = rung_name(name, sc["key"], v)
+            out["studies"][rung] = dict(_renamed(block, base, vname), enabled=False)
+    for rung, r in scale_rungs(out).items():
+        if rung != r.ladder:
+            st = out["studies"][rung]
+            kinds.STUDIES.load(st["kind"]).check(out, st, f"studies.{r.ladder}.scale ({rung})")
+    return out
+
+
+def _check_variant(entry: dict, schema: dict, reg, where: str) -> None:
+    definition = {**schema, "$ref": f"#/definitions/{reg.what}_{entry['kind']}"}
+    errors = list(jsonschema.Draft7Validator(definition).iter_errors(entry))
+    if errors:
+        raise ConfigError(f"config key {where}: {errors[0].message}")
+    reg.check_entry(entry, where)
+
+
+def _merged(block: dict, overrides: Mapping) -> dict:
+    """``block`` with ``overrides`` applied, nested mappings merged key by key."""
+    out = copy.deepcopy(block)
+    for key, val in overrides.items():
+        if isinstance(val, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], val)
+        else:
+            out[key] = copy.deepcopy(val)
+    return out
+
+
+def _renamed(node: Any, old: str, new: str) -> Any:
+    """``node`` with every string value and mapping key equal to ``old`` replaced by ``new``."""
+    if isinstance(node, dict):
+        return {(new if k == old else k): _renamed(v, old, new) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_renamed(v, old, new) for v in node]
+    return new if node == old else node

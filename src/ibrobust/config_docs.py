@@ -22,7 +22,7 @@ from typing import Any
 from ibrobust import kinds
 from ibrobust.config import load_schema
 
-SHARED = ("adversarial", "radius_grid")  # the central schema's pieces entries refer to
+SHARED = ("adversarial", "radius_grid", "scale")  # the central schema's pieces entries refer to
 SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
 HEADER = """# Configuration reference
 

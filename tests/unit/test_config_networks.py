@@ -28,6 +28,7 @@ def test_defaults_of_the_new_kinds():
         "kernel": 5,
         "normalize": "none",
         "channels_last": False,
+        "width_multiplier": 1,
     }
     assert "m" not in cnn and "beta" not in cnn  # other kinds' keys are pruned
     adam = cfg["optimizers"]["adam_img"]

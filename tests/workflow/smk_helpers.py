@@ -78,20 +78,20 @@ READOUTS = ["sum", "argmax", "log_odds"]  # config.yaml's fa.readouts (tiny.yaml
 #   decompose: lambda decomposition of the same 4 two-layer runs                   =  4
 #   attack (a model's own score: 2-class nets and references): grid main 2 + 2;
 #           grid scaling 3 datasets x (1 + 1)                                      = 10
-#   attack_readout (k-class nets x 3 readouts): grid main 2 seeds x 3; grid
-#           scaling 3 datasets x 3                                                 = 15
+#   attack_readouts_fa (k-class nets, one job for all 3 readouts): grid main 2
+#           seeds; grid scaling 3 datasets                                         =  5
 #   cosine_figure, fa_lambda_figure, fa_robust_figure, fa_scaling_figure,
 #   fa_margin_gradient, fa_summary_table: one each for study fa                   =  6
 #   claims: the claims ledger over the study's summaries                           =  1
 #   all                                                                            =  1
-#   total                                                                          = 57
+#   total                                                                          = 47
 EXPECTED_JOBS = Counter(
     dataset=4,
     train=12,
     analyze=4,
     decompose=4,
     attack=10,
-    attack_readout=15,
+    attack_readouts_fa=5,
     cosine_figure=1,
     fa_lambda_figure=1,
     fa_robust_figure=1,
@@ -209,6 +209,7 @@ class PlannedJob:
     rule: str
     wildcards: dict[str, str] = field(default_factory=dict)
     reason: str = ""
+    output: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -229,7 +230,8 @@ _FIELD_LINE = re.compile(r"^\s+(\w+): (.*)$")
 
 
 def parse_dry_run(run: Run) -> Plan:
-    """Jobs (rule, wildcards, reason) and the Job stats table of a ``snakemake -n`` run."""
+    """Jobs (rule, wildcards, reason, output) and the Job stats table of a ``snakemake -n``
+    run."""
     assert run.returncode == 0, run.describe()
     text = run.stdout
     jobs: list[PlannedJob] = []
@@ -247,6 +249,8 @@ def parse_dry_run(run: Run) -> Plan:
                 current.wildcards = dict(kv.split("=", 1) for kv in value.split(", "))
             elif key == "reason":
                 current.reason = value
+            elif key == "output":
+                current.output = value.split(", ")
         elif not line.strip() or line.startswith(("[", "Job stats")):
             current = None
     stats: Counter = Counter()

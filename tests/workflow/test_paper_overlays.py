@@ -54,7 +54,7 @@ OVERLAY = {
     "fa_paper": Overlay(
         "fa",
         mnist=False,
-        rules=(*NET, "attack_readout", "analyze", "decompose", "fa_scaling_figure"),
+        rules=(*NET, "attack_readouts_fa", "analyze", "decompose", "fa_scaling_figure"),
         # two_layer_m5 on d = 3072: (k heads, m neurons, d) first layer
         arch=("clusters_d3072/two_layer_m5/gd/multiclass/seed0/model.pt", "weight", (10, 5, 3072)),
     ),

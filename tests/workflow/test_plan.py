@@ -29,16 +29,18 @@ def test_lint(tmp_path):
 def test_dry_run_plans_every_rule(tmp_path):
     plan = parse_dry_run(snakemake(tmp_path, "-n", timeout=120))
     assert plan.stats == EXPECTED_JOBS
-    assert sum(plan.stats.values()) == 57
+    assert sum(plan.stats.values()) == 47
     grids = Counter(j.wildcards["grid"] for j in plan.of("attack"))
     assert grids == {"main": 4, "scaling": 6}
-    # only k-class nets are attacked per readout; 2-class nets and references once
+    # only k-class nets are attacked under the readouts, in one job per (net, grid) writing
+    # every readout's table; 2-class nets and references once, on their own score
     assert {j.wildcards["supervision"] for j in plan.of("attack")} == {"binary"}
-    by_readout = Counter(
-        (j.wildcards["grid"], j.wildcards["readout"]) for j in plan.of("attack_readout")
-    )
-    assert by_readout == {(g, r): n for g, n in (("main", 2), ("scaling", 3)) for r in READOUTS}
-    assert {j.wildcards["supervision"] for j in plan.of("attack_readout")} == {"multiclass"}
+    multi = plan.of("attack_readouts_fa")
+    assert Counter(j.wildcards["grid"] for j in multi) == {"main": 2, "scaling": 3}
+    assert {j.wildcards["supervision"] for j in multi} == {"multiclass"}
+    for job in multi:
+        assert "readout" not in job.wildcards
+        assert _readout_outputs(job) == sorted(READOUTS), job.output
     datasets = Counter(j.wildcards["dataset"] for j in plan.of("dataset"))
     assert datasets == {"tiny_clusters": 2, "tiny_clusters@k=2": 1, "tiny_clusters@d=20": 1}
     refs = [j for j in plan.of("train") if j.wildcards["model"] == "robust_reference"]
@@ -48,19 +50,36 @@ def test_dry_run_plans_every_rule(tmp_path):
     assert not (tmp_path / "results").exists(), "a dry run must not write results"
 
 
-def test_readouts_list_multiplies_only_k_class_attack_jobs(tmp_path):
-    """One readout or three: the same 2-class / reference attack jobs (same wildcards), and
-    one k-class attack job per readout; nothing upstream of the attacks changes."""
+def _readout_outputs(job) -> list[str]:
+    """The readouts whose robust_accuracy.csv a multi-readout attack job writes (in order)."""
+    return [
+        f.split("/")[-2] for f in job.output if f.endswith("/robust_accuracy.csv")
+    ]  # .../attack/<grid>/<readout>/robust_accuracy.csv
+
+
+def test_readouts_list_changes_what_each_k_class_attack_job_writes_not_the_jobs(tmp_path):
+    """One readout or three: the same attack jobs (same wildcards), 2-class / reference and
+    k-class alike; each k-class job writes one table and summary per readout of the list
+    (in sorted order, whatever the list's order); nothing upstream of the attacks changes."""
     one = write_yaml(tmp_path / "one.yaml", {"studies": {"fa": {"readouts": ["argmax"]}}})
     few = parse_dry_run(snakemake(tmp_path, "-n", configfiles=(TINY, one), timeout=120))
+    turned = write_yaml(
+        tmp_path / "turned.yaml", {"studies": {"fa": {"readouts": ["log_odds", "sum"]}}}
+    )
+    two = parse_dry_run(snakemake(tmp_path, "-n", configfiles=(TINY, turned), timeout=120))
     full = parse_dry_run(snakemake(tmp_path, "-n", timeout=120))
-    assert few.stats - Counter(attack_readout=5) == full.stats - Counter(attack_readout=15)
-    assert {j.wildcards["readout"] for j in few.of("attack_readout")} == {"argmax"}
+    assert few.stats == full.stats == two.stats == EXPECTED_JOBS
 
-    def own(plan):
-        return sorted(tuple(sorted(j.wildcards.items())) for j in plan.of("attack"))
+    def wildcards(plan, rule):
+        return sorted(tuple(sorted(j.wildcards.items())) for j in plan.of(rule))
 
-    assert own(few) == own(full)
+    for rule in ("attack", "attack_readouts_fa"):
+        assert wildcards(few, rule) == wildcards(full, rule) == wildcards(two, rule)
+    assert {tuple(_readout_outputs(j)) for j in few.of("attack_readouts_fa")} == {("argmax",)}
+    assert {tuple(_readout_outputs(j)) for j in two.of("attack_readouts_fa")} == {
+        ("log_odds", "sum")
+    }
+    assert all(len(j.output) == 2 for j in full.of("attack"))  # no readout folder
 
 
 # (id, overlay on tiny.yaml, offending key path the message must name, message fragment)

@@ -36,12 +36,13 @@ def test_radii_change_reruns_main_attacks_only(state_copy, tmp_path):
         tmp_path / "radii.yaml", {"studies": {"fa": {"radii": [0.0, 1.0, 2.0, 3.0, 5.0]}}}
     )
     plan = parse_dry_run(snakemake(state_copy, "-n", configfiles=(TINY, overlay)))
-    # main-grid attacks: 2 binary + 2 reference nets once, 2 k-class nets x 3 readouts; the
-    # scaling grid uses radius_fractions, not radii; then only what reads attack/main outputs
-    # (and the margin-gradient view, whose radius grid ends at the largest radius)
+    # main-grid attacks: 2 binary + 2 reference nets once, 2 k-class nets once for all 3
+    # readouts; the scaling grid uses radius_fractions, not radii; then only what reads
+    # attack/main outputs (and the margin-gradient view, whose radius grid ends at the
+    # largest radius)
     assert plan.stats == Counter(
         attack=4,
-        attack_readout=6,
+        attack_readouts_fa=2,
         fa_robust_figure=1,
         fa_summary_table=1,
         fa_margin_gradient=1,
@@ -49,28 +50,71 @@ def test_radii_change_reruns_main_attacks_only(state_copy, tmp_path):
         all=1,
     )
     assert not UPSTREAM & set(plan.stats)
-    for job in plan.of("attack") + plan.of("attack_readout"):
+    for job in plan.of("attack") + plan.of("attack_readouts_fa"):
         assert job.wildcards["grid"] == "main", job
         assert job.reason.startswith("Params have changed"), job
 
 
-def test_readouts_change_reruns_no_training_and_no_2_class_attack(state_copy, tmp_path):
-    """Dropping a readout (and reordering) reruns figures, summaries and the ledger only: the
-    remaining readouts' attack jobs and the 2-class ones are untouched."""
+# what reads the k-class attack tables (and the readouts list): figures, summary, ledger
+READOUT_READERS = Counter(
+    fa_robust_figure=1,
+    fa_scaling_figure=1,
+    fa_summary_table=1,
+    fa_margin_gradient=1,
+    claims=1,
+    all=1,
+)
+
+
+def _readouts_written(job) -> list[str]:
+    return [f.split("/")[-2] for f in job.output if f.endswith("/robust_accuracy.csv")]
+
+
+def test_dropping_a_readout_reruns_the_k_class_attack_jobs_only(state_copy, tmp_path):
+    """A k-class net's attack job serves the whole readouts list (an attack aiming at the
+    fine labels runs once for all readouts, on the union of their live points), so its
+    numbers depend on the set: dropping a readout reruns it, for the remaining readouts.
+    No training and no 2-class or reference attack reruns."""
     overlay = write_yaml(
         tmp_path / "readouts.yaml", {"studies": {"fa": {"readouts": ["argmax", "sum"]}}}
     )
     plan = parse_dry_run(snakemake(state_copy, "-n", configfiles=(TINY, overlay)))
-    assert plan.stats == Counter(
-        fa_robust_figure=1,
-        fa_scaling_figure=1,
-        fa_summary_table=1,
-        fa_margin_gradient=1,
-        claims=1,
-        all=1,
-    )
+    assert plan.stats == READOUT_READERS + Counter(attack_readouts_fa=5)
+    for job in plan.of("attack_readouts_fa"):
+        assert job.reason.startswith("Params have changed"), job
+        assert _readouts_written(job) == ["argmax", "sum"], job.output
     for rule in ("fa_robust_figure", "fa_scaling_figure", "fa_summary_table"):
-        assert plan.of(rule)[0].reason.startswith(("Params have changed", "Set of input")), rule
+        assert plan.of(rule)[0].reason.startswith("Input files updated by another job"), rule
+
+
+def test_reordering_the_readouts_reruns_no_attack(state_copy, tmp_path):
+    """The order of the list is the figures' and tables' order only: the attack jobs take
+    the set (sorted), and the library attacks in READOUTS order whatever the order given."""
+    overlay = write_yaml(
+        tmp_path / "readouts.yaml", {"studies": {"fa": {"readouts": ["log_odds", "argmax", "sum"]}}}
+    )
+    plan = parse_dry_run(snakemake(state_copy, "-n", configfiles=(TINY, overlay)))
+    assert not {"attack", "attack_readouts_fa"} & set(plan.stats), plan.stats
+    assert set(plan.stats) <= set(READOUT_READERS), plan.stats
+
+
+def test_adding_a_readout_reruns_the_k_class_attack_jobs_for_all_readouts(state_copy, tmp_path):
+    """From a finished run with readouts [argmax, sum], adding log_odds reruns each k-class
+    attack job once, writing all three readouts (the two it had are recomputed: the shared
+    attack now runs on the union of three readouts' live points); nothing upstream and no
+    2-class or reference attack reruns."""
+    two = write_yaml(tmp_path / "two.yaml", {"studies": {"fa": {"readouts": ["argmax", "sum"]}}})
+    off = write_yaml(tmp_path / "off.yaml", {"mlflow": {"enabled": False}})
+    # bring the k-class attack jobs to the two-readout list for real
+    run = snakemake(state_copy, "--cores", "2", "--until", "attack_readouts_fa",
+                    configfiles=(TINY, two, off), timeout=600)  # fmt: skip
+    assert finished_rules(run.check()) == Counter(attack_readouts_fa=5)
+    plan = parse_dry_run(snakemake(state_copy, "-n", configfiles=(TINY, off)))
+    assert plan.stats["attack_readouts_fa"] == 5
+    assert not {"attack", *UPSTREAM} & set(plan.stats), plan.stats
+    for job in plan.of("attack_readouts_fa"):
+        assert job.reason.startswith(("Missing output files", "Params have changed")), job
+        assert _readouts_written(job) == ["argmax", "log_odds", "sum"], job.output
 
 
 def test_noop_rerun_plans_nothing(state_copy):
@@ -134,10 +178,10 @@ LIBRARY_EDITS = {
     # the generic cosine view (rules/analysis.smk): its one figure job and the ledger
     "plotting/cosines.py": Counter({"cosine_figure": 1, **LEDGER, "all": 1}),
     # imported by attack.py (through attacks.suite) and the margin-gradient view: both grids
-    # (10 own-score + 15 per-readout jobs), then their readers
+    # (10 own-score + 5 k-class jobs, each for all readouts), then their readers
     "attacks/pgd.py": Counter(
         attack=10,
-        attack_readout=15,
+        attack_readouts_fa=5,
         fa_robust_figure=1,
         fa_scaling_figure=1,
         fa_summary_table=1,
@@ -147,13 +191,13 @@ LIBRARY_EDITS = {
     ),
     # the training path of the trained two-layer nets (ibrobust.kinds.TRAINERS["gram_gd"]):
     # their 8 train jobs (not the 4 hand-built references) and everything downstream of them
-    # (2-class: main 2 + scaling 3 attacks; k-class: (main 2 + scaling 3) x 3 readouts)
+    # (2-class: main 2 + scaling 3 attacks; k-class: main 2 + scaling 3, all readouts each)
     "training/full_batch.py": Counter(
         train=8,
         analyze=4,
         decompose=4,
         attack=5,
-        attack_readout=15,
+        attack_readouts_fa=5,
         cosine_figure=1,
         fa_lambda_figure=1,
         fa_robust_figure=1,
@@ -180,7 +224,7 @@ LIBRARY_EDITS = {
 DIRECT = {
     "studies/feature_averaging/plots.py": FIGURE_RULES[1:4],
     "plotting/cosines.py": ["cosine_figure"],
-    "attacks/pgd.py": ["attack", "attack_readout"],
+    "attacks/pgd.py": ["attack", "attack_readouts_fa"],
     "training/full_batch.py": ["train"],
     # (its attack jobs' code changes too; their reason names the rerun model first)
     "models/robust_reference.py": ["train"],

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from smk_helpers import finished_rules, run_on_fake_images
+from smk_helpers import finished_rules, parse_dry_run, run_on_fake_images, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -22,12 +22,12 @@ FIGURES = ("margins", "loss", "robust_accuracy", "distance_vs_margin")
 
 @pytest.fixture(scope="module")
 def margin_run(tmp_path_factory):
-    work, _, plan, run = run_on_fake_images(tmp_path_factory, CONFIG, "margin", label="MARGIN")
-    return work, plan, run
+    work, root, plan, run = run_on_fake_images(tmp_path_factory, CONFIG, "margin", label="MARGIN")
+    return work, plan, run, root
 
 
 def test_plans_and_runs_every_margin_rule(margin_run):
-    work, plan, run = margin_run
+    work, plan, run, _ = margin_run
     assert plan.stats == EXPECTED
     assert finished_rules(run) == EXPECTED
     out = work / "results" / "margin" / "figures"
@@ -75,3 +75,30 @@ def test_mlflow_received_step_metrics(margin_run):
         assert sorted(steps) == list(range(n)), key
     assert [m.step for m in client.get_metric_history(train.info.run_id, "alpha")][0] == 1
     assert "train.loss" not in train.data.metrics  # L itself is never recorded
+
+
+def test_scale_ladder_runs_only_the_new_rung_then_each_claims_trend(margin_run):
+    """The config's ladder n_train [10, 20]: rung 20 is the study itself (already built by
+    the `margin` target), so `scale` plans one more training run (rung 10), its robustness,
+    figures and summary, and the scale ledger; `reproduce` never plans a rung study."""
+    work, _, _, root = margin_run
+    data = ("--config", f"data_root={root}")
+    rung = "margin@n_train=10"
+    plan = parse_dry_run(snakemake(work, "-n", "scale", *data, configfiles=(CONFIG,), timeout=120))
+    assert plan.stats["margin_train"] == 1 and plan.stats["margin_robustness"] == 1
+    assert plan.stats["claims_scale"] == 1 and plan.stats["claims_all"] == 0
+    reproduce = parse_dry_run(snakemake(work, "-n", "reproduce", *data, configfiles=(CONFIG,), timeout=120))
+    assert "claims_scale" not in reproduce.stats and reproduce.stats.get("margin_train", 0) == 0
+    run = snakemake(work, "--cores", "2", "scale", *data, configfiles=(CONFIG,), timeout=1200)
+    assert run.returncode == 0, run.describe()
+    assert finished_rules(run)["margin_train"] == 1
+    # the rung trained on 10 images, the base study on 20
+    small = pd.read_csv(work / "results" / rung / "tiny_margin_img@n_train=10/tiny_hcnn/seed0/points.csv")
+    assert len(small[(small.split == "train") & (small.checkpoint == "final")]) == 8
+    ledger = pd.read_csv(work / "results/claims/scale/claims.csv")
+    assert {"margin", rung} <= set(ledger.study)
+    trend = pd.read_csv(work / "results/claims/scale/trend.csv")
+    assert set(trend.ladder) == {"margin"} and (trend.key == "n_train").all()
+    assert set(trend.trend) <= {"grows", "shrinks", "steady", "unknown"}
+    assert trend.rungs.str.startswith("10").all(), trend.rungs.tolist()
+    assert "n_train" in (work / "results/claims/scale/trend.md").read_text()

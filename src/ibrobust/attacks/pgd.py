@@ -9,6 +9,11 @@ attack loss. Within a chunk, a point fooled by a restart skips the later restart
 outcome is decided; the starts are still drawn, so the random stream does not shift); every
 restart runs all ``steps``.
 
+``pgd_readouts`` is the same attack judged under several readouts of one network (its loss
+must read none of them, e.g. the cross-entropy on the fine label): one trajectory per
+restart, the worst case kept per readout, and a point skips the later restarts only once
+it is fooled under every readout where it is still alive. With one readout it is ``pgd``.
+
 Inputs are (n, *s): flat (n, d) vectors (cluster data, no box) or images (n, C, H, W)
 in [0, 1] (``box=(0, 1)``); norms are taken over all non-batch dimensions.
 
@@ -33,11 +38,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from ibrobust.attacks.balls import project_ball as _project
+from ibrobust.attacks.balls import project_l1  # noqa: F401  (part of this module's API)
+from ibrobust.attacks.balls import random_in_ball as _random_start
+from ibrobust.attacks.balls import steepest_step as _steepest
 from ibrobust.attacks.losses import AttackLoss, get_attack_loss
 from ibrobust.attacks.mode import attack_mode
 from ibrobust.attacks.tasks import Task, correct_in_batches, get_task, strict_keys
@@ -67,77 +78,6 @@ class PGDConfig:
             raise ValueError(f"l1_top must be in (0, 1], got {self.l1_top}")
 
 
-def project_l1(delta: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
-    """Euclidean projection of each row of ``delta`` (b, D) onto the l1 ball of radius eps (b, 1).
-
-    Duchi, Shalev-Shwartz, Singer, Chandra (ICML 2008), Fig. 1: sort |v| decreasingly (u),
-    rho = max{j : u_j > (sum_{i<=j} u_i - eps) / j}, theta = (sum_{i<=rho} u_i - eps) / rho,
-    w = sign(v) max(|v| - theta, 0). Rows already inside the ball are returned unchanged.
-    """
-    a = delta.abs()
-    u = a.sort(dim=1, descending=True).values  # (b, D)
-    css = u.cumsum(dim=1)
-    j = torch.arange(1, a.shape[1] + 1, device=a.device, dtype=a.dtype)
-    cond = u - (css - eps) / j > 0  # true on a prefix of j
-    rho = (cond * j).amax(dim=1, keepdim=True).clamp_min(1)  # (b, 1); eps = 0 -> 1
-    theta = ((css.gather(1, rho.long() - 1) - eps) / rho).clamp_min(0)  # (b, 1)
-    proj = delta.sign() * (a - theta).clamp_min(0)
-    inside = a.sum(dim=1, keepdim=True) <= eps
-    return torch.where(inside, delta, proj)
-
-
-def _project(delta: torch.Tensor, eps: torch.Tensor | float, norm: str) -> torch.Tensor:
-    """Onto the ball of radius ``eps``: (b, 1) per row, or one float for every row."""
-    if norm == "linf":
-        if isinstance(eps, float):  # one radius: a single scalar clamp
-            return delta.clamp(-eps, eps)
-        return torch.maximum(torch.minimum(delta, eps), -eps)
-    if norm == "l1":
-        return project_l1(delta, eps)
-    nrm = delta.norm(dim=1, keepdim=True).clamp_min(1e-12)
-    e = torch.tensor(eps, dtype=delta.dtype) if isinstance(eps, float) else eps  # exact division
-    return delta * torch.clamp(e / nrm, max=1.0)
-
-
-def _random_start(
-    shape: tuple[int, int],
-    eps: torch.Tensor | float,
-    norm: str,
-    gen: torch.Generator,
-    like: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """(b, D) uniform in the ball of radius eps ((b, 1) or one float), drawn from ``gen`` on
-    its device, returned with the dtype and on the device of ``like`` (default: of eps)."""
-    b, d = shape
-    ref = eps if like is None else like
-    dt, dev = ref.dtype, ref.device
-    if norm == "linf":
-        return (2 * torch.rand(shape, generator=gen, dtype=dt).to(dev) - 1) * eps
-    if norm == "l1":
-        # normalised exponentials are uniform on the simplex of D+1 coordinates; the first D
-        # are uniform in {u >= 0, sum u <= 1}; random signs make it the l1 ball
-        e = torch.empty(b, d + 1, dtype=dt).exponential_(generator=gen)
-        u = e[:, :d] / e.sum(dim=1, keepdim=True)
-        s = 2 * torch.randint(0, 2, shape, generator=gen).to(dt) - 1
-        return (u * s).to(dev) * eps
-    # uniform in the l2 ball: direction uniform on the sphere, radius eps * U^(1/D)
-    g = torch.randn(shape, generator=gen, dtype=dt)
-    g = g / g.norm(dim=1, keepdim=True).clamp_min(1e-12)
-    r = torch.rand(b, 1, generator=gen, dtype=dt) ** (1.0 / d)
-    return (g * r).to(dev) * eps
-
-
-def _steepest(grad: torch.Tensor, norm: str, l1_k: int) -> torch.Tensor:
-    """(b, D) unit-norm steepest-ascent direction of the norm for the gradient."""
-    if norm == "linf":
-        return grad.sign()
-    if norm == "l1":
-        idx = grad.abs().topk(l1_k, dim=1).indices  # (b, k)
-        step = torch.zeros_like(grad).scatter_(1, idx, grad.gather(1, idx).sign())
-        return step / l1_k
-    return grad / grad.norm(dim=1, keepdim=True).clamp_min(1e-12)
-
-
 def pgd(
     model: nn.Module,
     x: torch.Tensor,
@@ -161,26 +101,60 @@ def pgd(
     a restart skips the later ones and keeps its first fooling example (else the fooling
     example of highest loss over all restarts); which points are fooled is the same.
     """
+    return pgd_readouts(
+        model, (model,), x, y, fine, eps, loss_fn, cfg, gen, box, task=task,
+        outcome_only=outcome_only,
+    )[0]  # fmt: skip
+
+
+def pgd_readouts(
+    model: nn.Module,
+    judges: Sequence[nn.Module],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    fine: torch.Tensor,
+    eps: torch.Tensor | list[float],
+    loss_fn: AttackLoss | str,
+    cfg: PGDConfig,
+    gen: torch.Generator,
+    box: tuple[float, float] | None = None,
+    *,
+    task: Task | str = "binary",
+    live: torch.Tensor | None = None,
+    outcome_only: bool = False,
+) -> torch.Tensor:
+    """One PGD attack judged under J readouts: adversarial examples (J, R, n, *s).
+
+    The perturbation ascends ``loss_fn`` on ``model`` alone, so the loss must not depend on
+    how the judges read the network (e.g. the cross-entropy on the fine label reads only
+    the logits); ``judges`` (J modules, typically the model read through J binary readouts,
+    :func:`ibrobust.models.readout.with_readout`) each decide under ``task`` whether a
+    restart fooled a point. ``[j]`` keeps the worst example under judge j: a fooling one if
+    any restart fooled j, else the one of highest loss.
+
+    ``live`` (J, n) bool: the judges under which each point is still to be attacked (None:
+    all). With ``outcome_only`` a point skips the later restarts only once it is fooled
+    under every judge where it is live; a judge where it is not live is not waited for.
+    Every restart still draws its starts for the whole chunk, so the random stream does
+    not depend on which points skip. With one judge that is ``model`` itself (and ``live``
+    None or all true) this is :func:`pgd`: the same draws and the same examples.
+    """
     if isinstance(loss_fn, str):
         loss_fn = get_attack_loss(loss_fn)
     task = get_task(task)
-    eps_t = torch.as_tensor(eps, dtype=x.dtype).reshape(-1).to(x.device)  # (R,)
-    if (eps_t < 0).any():
-        raise ValueError(f"radii must be >= 0, got {eps_t.tolist()}")
-    if box is not None and not box[0] < box[1]:
-        raise ValueError(f"box must be (lo, hi) with lo < hi, got {box}")
-    if x.ndim < 2:
-        raise ValueError(f"x must be (n, *s) with at least one feature dim, got {tuple(x.shape)}")
-    r_, n, shape = eps_t.numel(), x.shape[0], tuple(x.shape[1:])
+    eps_t = _checked_radii(x, eps, box, len(judges), live)  # (R,)
+    n_j, r_, n, shape = len(judges), eps_t.numel(), x.shape[0], tuple(x.shape[1:])
     xf = x.reshape(n, -1)  # (n, D): norms over all non-batch dims
     rest = (shape, max(1, math.ceil(cfg.l1_top * xf.shape[1])), outcome_only)  # l1_k: moved
     if r_ == 1 and n <= cfg.batch_size:  # one chunk (e.g. adversarial training): no copies
-        with attack_mode(model):
+        with _attack_modes(model, judges):
             eps_n = float(eps_t[0])  # one radius: scalar ops, the same float32 values
-            x_adv = _pgd_chunk(model, xf, y, fine, eps_n, loss_fn, cfg, gen, box, task, *rest)
-        return x_adv.reshape(1, n, *shape)
-    out = torch.empty(r_, n, xf.shape[1], dtype=x.dtype, device=x.device)
-    with attack_mode(model):
+            x_adv = _pgd_chunk_judged(
+                model, judges, live, xf, y, fine, eps_n, loss_fn, cfg, gen, box, task, *rest
+            )  # (J, n, D)
+        return x_adv.reshape(n_j, 1, n, *shape)
+    out = torch.empty(n_j, r_, n, xf.shape[1], dtype=x.dtype, device=x.device)
+    with _attack_modes(model, judges):
         # flatten (radius, example) pairs and attack them in chunks
         idx_r = torch.arange(r_, device=x.device).repeat_interleave(n)
         idx_n = torch.arange(n, device=x.device).repeat(r_)
@@ -188,49 +162,104 @@ def pgd(
             sl = slice(lo, lo + cfg.batch_size)
             ir, ie = idx_r[sl], idx_n[sl]
             e = eps_t[ir, None]
-            out[ir, ie] = _pgd_chunk(
-                model, xf[ie], y[ie], fine[ie], e, loss_fn, cfg, gen, box, task, *rest
+            lv = None if live is None else live[:, ie]
+            out[:, ir, ie] = _pgd_chunk_judged(
+                model, judges, lv, xf[ie], y[ie], fine[ie], e, loss_fn, cfg, gen, box, task, *rest
             )
-    return out.reshape(r_, n, *shape)
+    return out.reshape(n_j, r_, n, *shape)
+
+
+def _checked_radii(x, eps, box, n_judges: int, live) -> torch.Tensor:
+    """The radii as an (R,) tensor of x's dtype and device; ValueError on bad inputs."""
+    eps_t = torch.as_tensor(eps, dtype=x.dtype).reshape(-1).to(x.device)  # (R,)
+    if (eps_t < 0).any():
+        raise ValueError(f"radii must be >= 0, got {eps_t.tolist()}")
+    if box is not None and not box[0] < box[1]:
+        raise ValueError(f"box must be (lo, hi) with lo < hi, got {box}")
+    if x.ndim < 2:
+        raise ValueError(f"x must be (n, *s) with at least one feature dim, got {tuple(x.shape)}")
+    if n_judges < 1:
+        raise ValueError("judges must hold at least one module")
+    n = x.shape[0]
+    if live is not None and (live.dtype != torch.bool or tuple(live.shape) != (n_judges, n)):
+        raise ValueError(
+            f"live must be a ({n_judges}, {n}) bool tensor, got {live.dtype} {tuple(live.shape)}"
+        )
+    return eps_t
+
+
+@contextmanager
+def _attack_modes(model: nn.Module, judges: Sequence[nn.Module]) -> Iterator[None]:
+    """:func:`attack_mode` for ``model`` and every other judge (each module once)."""
+    with ExitStack() as stack:
+        seen: set[int] = set()
+        for m in (model, *judges):
+            if id(m) not in seen:
+                seen.add(id(m))
+                stack.enter_context(attack_mode(m))
+        yield
 
 
 def _pgd_chunk(
     model, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k, outcome_only=False
 ):
-    """Worst case over restarts for a chunk: x (b, D) flat, eps (b, 1) -> x_adv (b, D).
+    """Worst case over restarts for a chunk judged by ``model`` itself: x (b, D) flat, eps
+    (b, 1) or one float -> x_adv (b, D) (see :func:`_pgd_chunk_judged`)."""
+    return _pgd_chunk_judged(
+        model, (model,), None, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k,
+        outcome_only,
+    )[0]  # fmt: skip
 
-    ``outcome_only``: a point fooled by a restart keeps that example and skips the later
-    restarts (its outcome is decided). Every restart still draws its random starts for the
-    whole chunk, so the generator's stream, and every other point's attack, do not shift."""
-    best = x.clone()
-    best_loss = torch.full((x.shape[0],), -float("inf"), dtype=x.dtype, device=x.device)
-    best_fooled = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
+
+def _pgd_chunk_judged(
+    model, judges, live, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k, outcome_only
+):
+    """Worst case over restarts per judge for a chunk: x (b, D) flat, eps (b, 1) or one
+    float, live (J, b) or None -> x_adv (J, b, D).
+
+    ``outcome_only``: a point fooled under every judge where it is live keeps its examples
+    and skips the later restarts (its outcome is decided). Every restart still draws its
+    random starts for the whole chunk, so the generator's stream, and every other point's
+    attack, do not shift."""
+    n_j = len(judges)
+    if cfg.restarts == 1:  # the only restart's last iterate is the result: skip judging it
+        delta = _start(x, eps, cfg, gen)
+        x_adv = _pgd_run(model, x, y, fine, eps, delta, loss_fn, cfg, box, shape, l1_k)
+        return x_adv.expand(n_j, *x_adv.shape)
+    best = x.expand(n_j, *x.shape).clone()  # (J, b, D)
+    best_loss = torch.full((n_j, x.shape[0]), -float("inf"), dtype=x.dtype, device=x.device)
+    best_fooled = torch.zeros(n_j, x.shape[0], dtype=torch.bool, device=x.device)
+    dead = None if live is None else ~live  # (J, b): judges a point need not be fooled under
     for _ in range(cfg.restarts):
-        delta = (
-            _random_start(x.shape, eps, cfg.norm, gen, x)
-            if cfg.random_start
-            else torch.zeros_like(x)
-        )
-        if cfg.restarts == 1:  # the only restart's last iterate is the result: skip judging it
-            return _pgd_run(model, x, y, fine, eps, delta, loss_fn, cfg, box, shape, l1_k)
-        skip = outcome_only and bool(best_fooled.any())
-        todo = torch.nonzero(~best_fooled).flatten() if skip else None
+        delta = _start(x, eps, cfg, gen)
+        decided = (best_fooled if dead is None else best_fooled | dead).all(0)  # (b,)
+        skip = outcome_only and bool(decided.any())
+        todo = torch.nonzero(~decided).flatten() if skip else None
         if todo is not None and todo.numel() == 0:
-            continue  # all fooled: the remaining restarts only draw their starts
+            continue  # all decided: the remaining restarts only draw their starts
         xs, ys, fs, es, ds = (_rows(v, todo) for v in (x, y, fine, eps, delta))
         x_adv = _pgd_run(model, xs, ys, fs, es, ds, loss_fn, cfg, box, shape, l1_k)
         with torch.no_grad():
-            loss = loss_fn(model, x_adv.reshape(-1, *shape), ys, fs)
-            fooled = ~task.correct(model, x_adv.reshape(-1, *shape), ys, fs)
-            # better = fooled where not yet fooled, else higher loss within the same status
-            b_fooled, b_loss = _rows(best_fooled, todo), _rows(best_loss, todo)
-            better = (fooled & ~b_fooled) | ((fooled == b_fooled) & (loss > b_loss))
-            sel = torch.nonzero(better).flatten()
-            rows = sel if todo is None else todo[sel]
-            best[rows] = x_adv[sel]
-            best_loss[rows] = loss[sel]
-            best_fooled[rows] = b_fooled[sel] | fooled[sel]
+            x_img = x_adv.reshape(-1, *shape)
+            loss = loss_fn(model, x_img, ys, fs)
+            for j, judge in enumerate(judges):
+                fooled = ~task.correct(judge, x_img, ys, fs)
+                # better = fooled where not yet fooled, else higher loss within the same status
+                b_fooled, b_loss = _rows(best_fooled[j], todo), _rows(best_loss[j], todo)
+                better = (fooled & ~b_fooled) | ((fooled == b_fooled) & (loss > b_loss))
+                sel = torch.nonzero(better).flatten()
+                rows = sel if todo is None else todo[sel]
+                best[j, rows] = x_adv[sel]
+                best_loss[j, rows] = loss[sel]
+                best_fooled[j, rows] = b_fooled[sel] | fooled[sel]
     return best.detach()
+
+
+def _start(x: torch.Tensor, eps, cfg: PGDConfig, gen: torch.Generator) -> torch.Tensor:
+    """A restart's start (b, D): uniform in the ball, or zero without ``random_start``."""
+    if cfg.random_start:
+        return _random_start(x.shape, eps, cfg.norm, gen, x)
+    return torch.zeros_like(x)
 
 
 def _rows(v: torch.Tensor, idx: torch.Tensor | None) -> torch.Tensor:
@@ -246,19 +275,20 @@ def _pgd_run(model, x, y, fine, eps, delta, loss_fn, cfg, box, shape, l1_k):
         alpha = cfg.step_size * eps  # (b, 1)
     if box is not None:
         delta = (x + delta).clamp(*box) - x
-    for _ in range(cfg.steps):
-        with torch.enable_grad():  # also when called under no_grad
+    l1_box = cfg.norm == "l1" and box is not None
+    with torch.enable_grad():  # also when called under no_grad; the moves are not recorded
+        for _ in range(cfg.steps):
             delta.requires_grad_(True)
             loss = loss_fn(model, (x + delta).reshape(-1, *shape), y, fine)
             (grad,) = torch.autograd.grad(loss.sum(), delta)
-        with torch.no_grad():
-            if cfg.norm == "l1" and box is not None:  # drop moves the box would undo
-                x_cur = x + delta
-                blocked = ((x_cur <= box[0]) & (grad < 0)) | ((x_cur >= box[1]) & (grad > 0))
-                grad = grad.masked_fill(blocked, 0.0)
-            delta = _project(delta + alpha * _steepest(grad, cfg.norm, l1_k), eps, cfg.norm)
-            if box is not None:
-                delta = (x + delta).clamp(*box) - x
+            with torch.no_grad():
+                if l1_box:  # drop moves the box would undo
+                    x_cur = x + delta
+                    blocked = ((x_cur <= box[0]) & (grad < 0)) | ((x_cur >= box[1]) & (grad > 0))
+                    grad = grad.masked_fill(blocked, 0.0)
+                delta = _project(delta + alpha * _steepest(grad, cfg.norm, l1_k), eps, cfg.norm)
+                if box is not None:
+                    delta = (x + delta).clamp(*box) - x
     return (x + delta).detach()
 
 
@@ -301,3 +331,22 @@ def run_spec(model, x, y, fine, eps: float, spec: PGDSpec, ctx, gen) -> torch.Te
         outcome_only=True,
     )[0]
     return correct_in_batches(ctx.task, model, x_adv, y, fine, ctx.eval_batch_size)
+
+
+def run_spec_readouts(
+    models: Sequence[nn.Module], x, y, fine, eps: float, spec: PGDSpec, ctx, gen, live
+) -> torch.Tensor:
+    """(J, n) bool: still correct under each of ``models`` (one network read through J
+    readouts) after one PGD at radius ``eps`` whose loss reads none of them (a loss that
+    aims at the fine labels), judged under every readout; ``live`` (J, n): where each point
+    is still to be attacked (:func:`pgd_readouts`)."""
+    x_adv = pgd_readouts(
+        models[0], models, x, y, fine, [eps], spec.loss, spec.cfg, gen, box=ctx.box,
+        task=ctx.task, live=live, outcome_only=True,
+    )[:, 0]  # fmt: skip
+    return torch.stack(
+        [
+            correct_in_batches(ctx.task, m, a, y, fine, ctx.eval_batch_size)
+            for m, a in zip(models, x_adv, strict=True)
+        ]
+    )

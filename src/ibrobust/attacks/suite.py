@@ -21,11 +21,21 @@ correct at the next smaller radius (AutoAttack's loop): a perturbation found at 
 is admissible at every larger radius, so this saves work without changing any outcome of
 the monotone table. The worst case over attacks (``robust_accuracy_table``'s ``worst``) is
 the robust accuracy.
+
+:func:`evaluate_attacks_readouts` evaluates one network under several binary readouts
+(:func:`ibrobust.models.readout.with_readout`) at once: an attack whose perturbation reads
+no readout (its kind's policy says its loss aims at the fine labels,
+:func:`ibrobust.attacks.policy.aims_fine`) runs once and is judged under every readout
+(its kind's ``run_spec_readouts``), on the union over readouts of the points still correct
+at the smaller radius; every other attack runs once per readout. Each readout gets its own
+table and worst case: the worst case is taken over the attacks of one readout, never
+across readouts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +46,9 @@ from torch import nn
 from ibrobust import kinds
 from ibrobust.analysis.robustness import robust_accuracy_table
 from ibrobust.attacks.mode import attack_mode
+from ibrobust.attacks.policy import aims_fine
 from ibrobust.attacks.tasks import Task, correct_in_batches, get_task
+from ibrobust.models.readout import with_readout
 
 
 @dataclass
@@ -130,3 +142,88 @@ def evaluate_attacks(
         if on_attack is not None:
             on_attack(name)
     return robust_accuracy_table(correct, radii), correct
+
+
+def shared_across_readouts(spec: dict) -> bool:
+    """Whether one run of the attack serves every binary readout: its kind's declared
+    policy says the entry's loss aims at the fine labels (``x-policy`` ``fine_losses``), so
+    its perturbation reads the logits, not the readout; only its judging differs."""
+    return aims_fine(spec)
+
+
+def correctness_over_radii_readouts(
+    models: Sequence[nn.Module],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    fine: torch.Tensor,
+    radii: list[float],
+    spec: dict,
+    ctx: AttackContext,
+    gen: torch.Generator,
+) -> torch.Tensor:
+    """(J, R, n) bool: correct under ``models[j]`` (one network read through J readouts) at
+    each radius, for an attack shared across readouts (monotone in the radius per readout).
+
+    At each radius the attack runs once on the points still correct under at least one
+    readout, and each readout keeps its own outcome (a point dead under a readout stays
+    dead). With one model this is :func:`correctness_over_radii` (same draws, same masks)."""
+    kind, cfg = parse_attack(spec)
+    run = getattr(kind, "run_spec_readouts", None)
+    if run is None:
+        raise ValueError(f"attack kind {spec['kind']!r} has no run judged under several readouts")
+    if any(not r >= 0 for r in radii):
+        raise ValueError(f"radii must be >= 0, got {list(radii)}")
+    order = sorted(range(len(radii)), key=lambda i: radii[i])
+    with ExitStack() as stack:
+        for m in models:
+            stack.enter_context(attack_mode(m))
+        alive = torch.stack(
+            [correct_in_batches(ctx.task, m, x, y, fine, ctx.eval_batch_size) for m in models]
+        )  # (J, n)
+    out = torch.zeros(len(models), len(radii), x.shape[0], dtype=torch.bool, device=x.device)
+    for i in order:
+        idx = torch.nonzero(alive.any(0)).flatten()  # the union over readouts
+        if radii[i] > 0 and idx.numel():
+            live = alive[:, idx]
+            still = run(models, x[idx], y[idx], fine[idx], float(radii[i]), cfg, ctx, gen, live)
+            alive[:, idx] = live & still
+        out[:, i] = alive
+    return out
+
+
+def evaluate_attacks_readouts(
+    model: nn.Module,
+    readouts: Sequence[str],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    fine: torch.Tensor,
+    radii: list[float],
+    specs: dict[str, dict],
+    ctx: AttackContext,
+    gen: torch.Generator,
+    on_attack: Callable[[str], None] | None = None,
+) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, torch.Tensor]]]:
+    """Per readout: the tidy table of :func:`evaluate_attacks` and the (R, n) masks, with
+    each attack shared across readouts (:func:`shared_across_readouts`) run once.
+
+    Attacks run in the order of ``specs``; an attack that is not shared runs under each
+    readout in the order of ``readouts``, all on the one generator ``gen``. With one
+    readout this is ``evaluate_attacks(with_readout(model, readout), ...)`` exactly."""
+    if not readouts or len(set(readouts)) != len(readouts):
+        raise ValueError(f"readouts must be distinct and at least one, got {list(readouts)}")
+    for spec in specs.values():  # fail on a bad spec before any attack runs
+        parse_attack(spec)
+    views = [with_readout(model, r) for r in readouts]
+    correct: dict[str, dict[str, torch.Tensor]] = {r: {} for r in readouts}
+    for name, spec in specs.items():
+        if shared_across_readouts(spec):
+            masks = correctness_over_radii_readouts(views, x, y, fine, radii, spec, ctx, gen)
+            for r, m in zip(readouts, masks, strict=True):
+                correct[r][name] = m
+        else:
+            for r, v in zip(readouts, views, strict=True):
+                correct[r][name] = correctness_over_radii(v, x, y, fine, radii, spec, ctx, gen)
+        if on_attack is not None:
+            on_attack(name)
+    tables = {r: robust_accuracy_table(correct[r], radii) for r in readouts}
+    return tables, correct

@@ -1,7 +1,7 @@
 """Does a verdict move with scale? The trend of each claim over the rungs of a scale ladder.
 
 A study with a ``scale`` block runs once per rung (the study ``<name>@<key>=<value>``,
-:func:`ibrobust.config.derived_studies`); the ledger evaluates each rung like any study. For
+:func:`ibrobust.config.expand_scale`); the ledger evaluates each rung like any study. For
 every claim (id and setting) of a ladder, :func:`trends` compares the rungs: the verdict at
 each rung, and whether our number grows, shrinks or stays as the scale rises, judged on the
 intervals of the smallest and the largest rung: their difference gets the half-width
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import pandas as pd
+
+from ibrobust.config import Rung
 
 GROWS, SHRINKS, STEADY, UNKNOWN = "grows", "shrinks", "steady", "unknown"
 TREND_COLUMNS = [
@@ -35,15 +36,6 @@ TREND_COLUMNS = [
     "trend",
     "verdict_stable",
 ]
-
-
-@dataclass(frozen=True)
-class Rung:
-    """One rung of a ladder: the base study, the scaled key and its value."""
-
-    ladder: str
-    key: str
-    value: float
 
 
 def trends(ledger: pd.DataFrame, rungs: Mapping[str, Rung]) -> pd.DataFrame:

@@ -2,13 +2,14 @@
 case, critical radii, clean accuracy and (for a model kind with exact radii, e.g. the robust
 reference) the exact radius.
 
-:func:`evaluate_robustness` is what the workflow's attack job runs; the model is read as a
-binary classifier through ``readout`` (:func:`ibrobust.models.readout.with_readout`).
+:func:`evaluate_robustness` is what the workflow's attack jobs run; the model is read as a
+binary classifier through each of ``readouts`` (:func:`ibrobust.models.readout.with_readout`):
+one readout for a model attacked on its own score, the study's list for a k-class model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -16,10 +17,15 @@ import torch
 
 from ibrobust import kinds
 from ibrobust.analysis.robustness import critical_radius
-from ibrobust.attacks.suite import AttackContext, describe_attack, evaluate_attacks
+from ibrobust.attacks.suite import (
+    AttackContext,
+    describe_attack,
+    evaluate_attacks_readouts,
+    shared_across_readouts,
+)
 from ibrobust.attacks.tasks import correct_in_batches
 from ibrobust.data.dataset import Dataset
-from ibrobust.models.readout import with_readout
+from ibrobust.models.readout import READOUTS, with_readout
 from ibrobust.models.registry import load_model
 
 
@@ -43,22 +49,54 @@ def evaluate_robustness(
     radii: list[float],
     points: int | None,
     task: str,
-    readout: str,
+    readouts: Sequence[str],
     gen: torch.Generator,
     on_attack: Callable[[str], None] | None = None,
     where: str = "data",
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """(robust-accuracy table, summary) of the saved model ``state`` on ``data``'s test set."""
+) -> dict[str, tuple[pd.DataFrame, dict[str, Any]]]:
+    """readout -> (robust-accuracy table, summary) of the saved model ``state`` on ``data``'s
+    test set, read through each of ``readouts`` (:func:`ibrobust.attacks.suite.
+    evaluate_attacks_readouts`: an attack aiming at the fine labels runs once and is judged
+    under every readout). The attacks run under the readouts in the order of
+    :data:`~ibrobust.models.readout.READOUTS` whatever the order given, so the numbers
+    depend on the set of readouts only."""
+    unknown = sorted(set(readouts) - set(READOUTS))
+    if unknown or not readouts:
+        raise ValueError(f"readouts must be a non-empty subset of {READOUTS}, got {readouts}")
+    order = [r for r in READOUTS if r in readouts]
     net = load_model(state)
     for prm in net.parameters():
         prm.requires_grad_(False)
-    model = with_readout(net, readout)
     test = attack_points(data, points, task, where)
     ctx = AttackContext(data.means, data.sign, task=task, box=data.box)
-    table, _ = evaluate_attacks(
-        model, test.x, test.y, test.fine, list(radii), dict(attacks), ctx, gen, on_attack=on_attack
+    tables, _ = evaluate_attacks_readouts(
+        net, order, test.x, test.y, test.fine, list(radii), dict(attacks), ctx, gen, on_attack
     )
-    summary: dict[str, Any] = {"n_points": len(test), "radii": list(radii)}
+    shared = [name for name, spec in attacks.items() if shared_across_readouts(spec)]
+    settings = {name: describe_attack(spec) for name, spec in attacks.items()}
+    out = {}
+    for readout in readouts:
+        summary = _summary(tables[readout], radii, len(test))
+        summary["task"], summary["readout"] = task, readout
+        # attacks run once and judged under every readout of the job (the union of their
+        # live points decides restarts and radii): their numbers depend on that set
+        summary["shared_readouts"] = {name: order for name in shared} if len(order) > 1 else {}
+        # what ran: e.g. the AutoAttack version, iterations and restarts behind each number
+        summary["settings"] = settings
+        model = with_readout(net, readout)
+        correct = correct_in_batches(ctx.task, model, test.x, test.y, test.fine, 1000)
+        summary["clean_acc"] = float(correct.float().mean())
+        if kinds.MODELS.capability(state["kind"], "exact_radii"):
+            r = kinds.MODELS.load(state["kind"]).exact_radius(net, test.x, test.y)
+            summary["analytic_radius_median"] = float(r.nanmedian())
+            summary["analytic_critical_radius"] = float(r.nanquantile(0.5))
+        out[readout] = (tables[readout], summary)
+    return out
+
+
+def _summary(table: pd.DataFrame, radii: list[float], n_points: int) -> dict[str, Any]:
+    """Critical radius and robust accuracy per attack (and ``worst``) of one readout's table."""
+    summary: dict[str, Any] = {"n_points": n_points, "radii": list(radii)}
     summary["critical_radius"], summary["robust_acc"] = {}, {}
     for name, g in table.groupby("attack", sort=False):
         g = g.sort_values("eps")
@@ -66,13 +104,4 @@ def evaluate_robustness(
             g.eps.to_numpy(), g.robust_acc.to_numpy()
         )
         summary["robust_acc"][name] = dict(zip(map(str, g.eps), g.robust_acc, strict=True))
-    summary["task"], summary["readout"] = task, readout
-    # what ran: e.g. the AutoAttack version, iterations and restarts behind each number
-    summary["settings"] = {name: describe_attack(spec) for name, spec in attacks.items()}
-    correct = correct_in_batches(ctx.task, model, test.x, test.y, test.fine, 1000)
-    summary["clean_acc"] = float(correct.float().mean())
-    if kinds.MODELS.capability(state["kind"], "exact_radii"):
-        r = kinds.MODELS.load(state["kind"]).exact_radius(net, test.x, test.y)
-        summary["analytic_radius_median"] = float(r.nanmedian())
-        summary["analytic_critical_radius"] = float(r.nanquantile(0.5))
-    return table, summary
+    return summary

@@ -5,7 +5,8 @@ FA-IMAGES; the Madry CNN of Study PRICE-NN at CPU width).
                    -> flatten -> [Linear + ReLU] per width of ``hidden`` -> head (H logits)
 
 A :class:`~ibrobust.models.image.HeadNet`; ``channels_last`` keeps weights and activations
-NHWC (the same function, oneDNN's fast path for narrow convolutions).
+NHWC (the same function, oneDNN's fast path for narrow convolutions); ``width_multiplier``
+scales every width (1: as given).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ def body(shape: tuple[int, ...], cfg: ImageModelConfig) -> tuple[nn.Module, int]
     """The conv stages and the dense layers on images of ``shape``: (body, last width)."""
     c, h, w = image_shape(shape, "cnn")
     layers: list[nn.Module] = []
-    for out in cfg.channels:
+    for out in scaled(cfg.channels, cfg.width_multiplier):
         layers += [
             nn.Conv2d(c, out, cfg.kernel, padding=cfg.kernel // 2),
             nn.ReLU(),
@@ -28,8 +29,13 @@ def body(shape: tuple[int, ...], cfg: ImageModelConfig) -> tuple[nn.Module, int]
         c, h, w = out, h // 2, w // 2
     if h < 1 or w < 1:
         raise ValueError(f"{len(cfg.channels)} pooling stages are too many for input {shape}")
-    head, width = dense(c * h * w, cfg.hidden)
+    head, width = dense(c * h * w, scaled(cfg.hidden, cfg.width_multiplier))
     return nn.Sequential(*layers, head), width
+
+
+def scaled(widths: tuple[int, ...], multiplier: float) -> tuple[int, ...]:
+    """``widths`` times ``multiplier``, rounded, at least 1 (a width ladder's rung)."""
+    return tuple(max(1, round(w * multiplier)) for w in widths)
 
 
 def build(spec: dict, ctx) -> HeadNet:

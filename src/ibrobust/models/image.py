@@ -44,6 +44,7 @@ class ImageModelConfig:
     normalize: str = "none"  # "none", "center" (subtract the mean training image) or "standardize" (per-channel mean/std)
     # cnn: NHWC weights and activations (oneDNN's fast path for narrow convolutions)
     channels_last: bool = False
+    width_multiplier: float = 1.0  # cnn: every conv and dense width times this (rounded)
 
     def __post_init__(self) -> None:
         # a setting away from its default must be one of the kind's (its schema fragment)

@@ -42,7 +42,7 @@ Design decisions (the tests pin each of them):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
@@ -182,10 +182,31 @@ class SteepestDescent(torch.optim.Optimizer):
         loss: float | torch.Tensor | None = None,
         log_loss: float | torch.Tensor | None = None,
     ) -> torch.Tensor | None:
-        """One step; returns the closure's loss (or ``loss``) if any."""
+        """One step from the parameters' ``.grad``; returns the closure's loss (or ``loss``)."""
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        grads = [p.grad for group in self.param_groups for p in group["params"]]
+        self.apply_gradients(grads, loss=loss, log_loss=log_loss)
+        return loss
+
+    def apply_gradients(
+        self,
+        grads: Sequence[torch.Tensor | None],
+        *,
+        loss: float | torch.Tensor | None = None,
+        log_loss: float | torch.Tensor | None = None,
+    ) -> None:
+        """The step of :meth:`step` from explicit gradients, one per parameter in optimizer
+        order (None: that parameter has none and does not move), e.g. those of
+        ``torch.autograd.grad``. The same update, without ``torch.optim.Optimizer``'s step
+        machinery (profiler record, hooks) or a ``zero_grad`` between steps: what a
+        training loop that owns its gradients calls (:mod:`ibrobust.training.network`)."""
+        pairs = [(group, p) for group in self.param_groups for p in group["params"]]
+        if len(grads) != len(pairs):
+            raise ValueError(
+                f"expected {len(pairs)} gradients (one per parameter), got {len(grads)}"
+            )
         g0 = self.param_groups[0]
         if g0["adaptive"]:
             if log_loss is None:
@@ -200,33 +221,32 @@ class SteepestDescent(torch.optim.Optimizer):
                     f"log_loss must be finite for the adaptive step, got {float(log_loss)}"
                 )
 
-        entries = []  # (group, param) with a gradient, in optimizer order
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if p.grad.is_sparse:
-                    raise ValueError("SteepestDescent does not support sparse gradients")
-                entries.append((group, p))
+        entries = []  # (group, param, gradient) with a gradient, in optimizer order
+        for (group, p), g in zip(pairs, grads, strict=True):
+            if g is None:
+                continue
+            if g.is_sparse:
+                raise ValueError("SteepestDescent does not support sparse gradients")
+            entries.append((group, p, g))
         if not entries:
-            return loss
-        dtype = entries[0][1].grad.dtype
-        for _, p in entries[1:]:
-            dtype = torch.promote_types(dtype, p.grad.dtype)
-        coordinatewise = SEPARABLE.get((g0["norm"], g0["scale"]))
-        if coordinatewise is not None and all(p.grad.dtype == dtype for _, p in entries):
-            # g or sign(g): each parameter's slice of the joint direction is its own
-            parts = [coordinatewise(p.grad) for _, p in entries]
-        else:
-            flat = torch.cat([p.grad.reshape(-1).to(dtype) for _, p in entries])  # (P,)
-            direction = steepest_direction(flat, g0["norm"], scale=g0["scale"], tie=g0["tie"])
-            parts = list(direction.split([p.numel() for _, p in entries]))
-
-        for (group, p), part in zip(entries, parts, strict=True):
-            if group["adaptive"]:
-                lr_max = group["lr"] if group["lr_max"] is None else group["lr_max"]
-                eta = float(torch.exp(adaptive_log_lr(log_loss, group["c"], lr_max)))
+            return
+        dtype = entries[0][2].dtype
+        for _, _, g in entries[1:]:
+            dtype = torch.promote_types(dtype, g.dtype)
+        with torch.no_grad():
+            coordinatewise = SEPARABLE.get((g0["norm"], g0["scale"]))
+            if coordinatewise is not None and all(g.dtype == dtype for _, _, g in entries):
+                # g or sign(g): each parameter's slice of the joint direction is its own
+                parts = [coordinatewise(g) for _, _, g in entries]
             else:
-                eta = group["lr"]
-            p.sub_(part.view_as(p).to(p.dtype), alpha=eta)
-        return loss
+                flat = torch.cat([g.reshape(-1).to(dtype) for _, _, g in entries])  # (P,)
+                direction = steepest_direction(flat, g0["norm"], scale=g0["scale"], tie=g0["tie"])
+                parts = list(direction.split([p.numel() for _, p, _ in entries]))
+
+            for (group, p, _), part in zip(entries, parts, strict=True):
+                if group["adaptive"]:
+                    lr_max = group["lr"] if group["lr_max"] is None else group["lr_max"]
+                    eta = float(torch.exp(adaptive_log_lr(log_loss, group["c"], lr_max)))
+                else:
+                    eta = group["lr"]
+                p.sub_(part.view_as(p).to(p.dtype), alpha=eta)

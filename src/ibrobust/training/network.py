@@ -25,6 +25,7 @@ epoch whose mean train loss is below ``stop_loss`` with 100% train accuracy.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -135,6 +136,10 @@ def _epoch(model, x, y, fine, supervision, cfg, opt, bs, gen, perturb, epoch) ->
     """One pass over the data (one step for full-batch training): (summed loss, correct)."""
     n, readout = x.shape[0], model.readout
     order = torch.randperm(n, generator=gen).to(x.device) if bs < n else None
+    # steepest descent takes the loss's gradients directly (torch.autograd.grad): the same
+    # update as backward() + step(), without the Optimizer's per-step machinery (profiler
+    # record, hooks) and zero_grad; SGD and Adam go through torch.optim as usual
+    params = _direct_params(opt)
     loss_sum, correct = 0.0, 0
     for lo in range(0, n, bs):
         idx = order[lo : lo + bs] if order is not None else slice(lo, lo + bs)
@@ -143,16 +148,28 @@ def _epoch(model, x, y, fine, supervision, cfg, opt, bs, gen, perturb, epoch) ->
             xb = perturb(model, xb, yb, fb)
         logits = model(xb)
         loss = supervised_loss(supervision, logits, readout, yb, fb, cfg.loss)
-        if not torch.isfinite(loss):
+        value = float(loss.detach())  # read once: the divergence check and the epoch's sum
+        if not math.isfinite(value):
             raise FloatingPointError(
-                f"training diverged in epoch {epoch} (loss={float(loss)}); lower lr={cfg.lr}"
+                f"training diverged in epoch {epoch} (loss={value}); lower lr={cfg.lr}"
             )
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        loss_sum += float(loss.detach()) * xb.shape[0]
+        if params is not None:
+            opt.apply_gradients(torch.autograd.grad(loss, params, allow_unused=True))
+        else:
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        loss_sum += value * xb.shape[0]
         correct += int(supervised_correct(supervision, logits.detach(), readout, yb, fb).sum())
     return loss_sum, correct
+
+
+def _direct_params(opt: torch.optim.Optimizer) -> list[torch.Tensor] | None:
+    """The parameters of an optimizer that takes explicit gradients (``apply_gradients``:
+    steepest descent), in its order; None for one that reads ``.grad`` (SGD, Adam)."""
+    if not callable(getattr(opt, "apply_gradients", None)):
+        return None
+    return [p for group in opt.param_groups for p in group["params"]]
 
 
 def _record(model, epoch, mean_loss, acc, t0, cfg, done, on_eval) -> dict | None:

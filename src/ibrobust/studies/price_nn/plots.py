@@ -30,8 +30,15 @@ CURVE_PANELS = {
 def accuracy_curves(history: pd.DataFrame, title: str) -> plt.Figure:
     """Rows = training eps (ERM, robust ERM), columns = clean / robust train / test accuracy
     vs epoch (robust: the training PGD at the training eps); one line per algorithm, the
-    mean over seeds with the min-max band."""
+    mean over seeds with the min-max band. A study without runs of this architecture (a
+    scale ladder's CNN-only rung) gets one panel that says so."""
     eps_values = sorted(history["eps"].unique())
+    if not eps_values:
+        fig, ax = plt.subplots(figsize=(4, 1.5))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no runs of this architecture in this study", ha="center", va="center")
+        ax.set_title(title, fontsize=10)
+        return fig
     panels = list(CURVE_PANELS)
     fig, axes = plt.subplots(
         len(eps_values), len(panels), figsize=(3.0 * len(panels), 2.6 * len(eps_values)),

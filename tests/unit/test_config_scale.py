@@ -1,0 +1,107 @@
+"""Scale ladders (a study's ``scale`` block): the rung studies and entry variants the config
+expands to, the rung that is the study itself, and bad ladders named at their key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from config_helpers import assert_rejected, merged
+
+from ibrobust.config import Rung, load_schema, scale_rungs, validate_config
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = load_schema(ROOT / "schemas" / "config.schema.yaml")
+BASE = yaml.safe_load((ROOT / "config.yaml").read_text())
+MARGIN = {"studies": {"margin": {"scale": {"dataset": "margin_mnist", "key": "n_train"}}}}
+
+
+def with_ladder(**scale) -> dict:
+    return merged(
+        BASE,
+        {"studies": {"margin": {"scale": {"dataset": "margin_mnist", "key": "n_train", **scale}}}},
+    )
+
+
+def test_rungs_become_studies_on_dataset_variants_and_the_base_value_is_the_study():
+    base_n = BASE["datasets"]["margin_mnist"]["n_train"]
+    cfg = validate_config(with_ladder(rungs=[10, base_n, 2 * base_n]), SCHEMA)
+    rungs = scale_rungs(cfg)
+    low, high = f"margin@n_train={10}", f"margin@n_train={2 * base_n}"
+    assert rungs == {
+        low: Rung("margin", "n_train", 10.0),
+        "margin": Rung("margin", "n_train", float(base_n)),
+        high: Rung("margin", "n_train", float(2 * base_n)),
+    }
+    st = cfg["studies"][low]
+    assert st["datasets"] == ["margin_mnist@n_train=10"] and st["enabled"] is False
+    assert "scale" not in st and "scale" in cfg["studies"]["margin"]
+    variant = cfg["datasets"]["margin_mnist@n_train=10"]
+    assert variant == {**cfg["datasets"]["margin_mnist"], "n_train": 10}
+    assert isinstance(variant["n_train"], int)  # typed by the image kind's fragment
+    assert f"margin@n_train={base_n}" not in cfg["studies"]  # that rung is the study
+
+
+def test_overrides_make_every_rung_a_study_and_rename_every_reference():
+    over = {"seeds": [0, 1, 2], "robustness": {"attack_points": 40}}
+    base_n = BASE["datasets"]["margin_mnist"]["n_train"]
+    cfg = validate_config(with_ladder(rungs=[base_n, 2 * base_n], overrides=over), SCHEMA)
+    same = cfg["studies"][f"margin@n_train={base_n}"]  # overrides: not the study itself
+    assert same["datasets"] == ["margin_mnist"] and same["seeds"] == [0, 1, 2]
+    assert same["robustness"]["attack_points"] == 40
+    assert same["robustness"]["fab_iter"] == cfg["studies"]["margin"]["robustness"]["fab_iter"]
+    assert set(scale_rungs(cfg)) == {f"margin@n_train={base_n}", f"margin@n_train={2 * base_n}"}
+
+
+def test_a_model_ladder_on_a_cnn_width():
+    ladder = {"model": "madry_cnn_cpu", "key": "width_multiplier", "rungs": [1, 2],
+              "overrides": {"fc": None, "cnn": {"n_train": [200], "eps": [0.0, 0.1]}}}  # fmt: skip
+    cfg = validate_config(merged(BASE, {"studies": {"price_nn": {"scale": ladder}}}), SCHEMA)
+    two = cfg["studies"]["price_nn@width_multiplier=2"]
+    assert two["cnn"]["models"] == ["madry_cnn_cpu@width_multiplier=2"] and two["fc"] is None
+    assert cfg["models"]["madry_cnn_cpu@width_multiplier=2"]["width_multiplier"] == 2.0
+    one = cfg["studies"]["price_nn@width_multiplier=1"]  # overrides: a study of its own
+    assert one["cnn"]["models"] == ["madry_cnn_cpu"] and one["cnn"]["n_train"] == [200]
+
+
+@pytest.mark.parametrize(
+    ("scale", "key", "fragment"),
+    [
+        ({"dataset": "nope", "key": "n_train", "rungs": [1, 2]}, "studies.margin.scale.dataset", "'nope' is not defined"),
+        ({"dataset": "margin_mnist", "key": "width", "rungs": [1, 2]}, "studies.margin.scale.key", "not a setting of dataset kind 'image'"),
+        ({"dataset": "margin_mnist", "key": "n_train", "rungs": [5]}, "studies.margin.scale.rungs", "too short"),
+        ({"dataset": "margin_mnist", "key": "n_train", "rungs": [5, 0]}, "studies.margin.scale.rungs[1]", "less than or equal to the minimum"),
+        ({"key": "n_train", "rungs": [5, 6]}, "studies.margin.scale", "is not valid under any of the given schemas"),
+        ({"model": "margin_cnn_small", "key": "hidden", "rungs": [5, 6]}, "studies.margin.scale.rungs[0]", "is not of type 'array'"),
+    ],
+)  # fmt: skip
+def test_bad_ladders_are_named_at_their_key(scale, key, fragment):
+    assert_rejected(merged(BASE, {"studies": {"margin": {"scale": scale}}}), SCHEMA, key, fragment)
+
+
+def test_width_multiplier_scales_every_conv_and_dense_width():
+    import torch
+
+    from ibrobust.models.cnn import scaled
+    from ibrobust.models.image import build_image_model, image_config_from_dict
+
+    assert scaled((4, 8), 2) == (8, 16) and scaled((32,), 0.5) == (16,) and scaled((1,), 0.1) == (1,)
+    cfg = validate_config(BASE, SCHEMA)
+    entry = {**cfg["models"]["madry_cnn_cpu"], "width_multiplier": 2}
+    gen = torch.Generator().manual_seed(0)
+    net = build_image_model(image_config_from_dict(entry), (1, 28, 28), torch.tensor([1.0, -1.0]), gen)
+    convs = [m.out_channels for m in net.modules() if isinstance(m, torch.nn.Conv2d)]
+    dense = [m.out_features for m in net.modules() if isinstance(m, torch.nn.Linear)]
+    assert convs == [2 * c for c in cfg["models"]["madry_cnn_cpu"]["channels"]]
+    assert dense[0] == 2 * cfg["models"]["madry_cnn_cpu"]["hidden"][0] and dense[-1] == 2
+
+
+def test_price_nn_curves_of_a_study_without_fc_runs_say_so():
+    import pandas as pd
+
+    from ibrobust.studies.price_nn.plots import accuracy_curves
+
+    empty = pd.DataFrame(columns=["eps", "algorithm", "epoch", "train_acc", "test_acc"])
+    fig = accuracy_curves(empty, "a CNN-only rung")
+    assert "no runs" in fig.axes[0].texts[0].get_text()
