@@ -9,8 +9,8 @@ images_summary_table.py gather them (``per_readout(gather_csv(...))``): the curv
 ``metrics.csv`` tables (the columns of
 :func:`ibrobust.studies.price_linear.experiment.metrics_table`) gathered as price_gap_figure.py does
 (``gap_vs_n.csv``) and :func:`~ibrobust.studies.price_linear.tables.mean_over_draws` of
-them (``summary.csv``). PRELU: :func:`ibrobust.experiments.prelu.synthetic_summary` and
-:func:`ibrobust.experiments.prelu.table1`. PRICE-NN:
+them (``summary.csv``). PRELU: :func:`ibrobust.studies.prelu.tables.synthetic_summary` and
+:func:`ibrobust.studies.prelu.tables.table1`. PRICE-NN:
 :func:`ibrobust.studies.price_nn.tables.study_tables` of hand-made final rows. MARGIN:
 workflow_scripts/margin_summary.py's steps on hand-made per-run history, checkpoints and
 points tables (``summary.csv`` and ``points.csv``). Every number is set by the caller, so
@@ -36,11 +36,11 @@ from ibrobust.analysis.robustness import robust_accuracy_table
 from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.ledger import build_ledger, study_outputs
 from ibrobust.config import load_schema, validate_config
-from ibrobust.experiments.prelu import synthetic_summary, table1
 from ibrobust.experiments.tables import per_readout
 from ibrobust.io import save_csv
 from ibrobust.studies.feature_averaging_images.tables import summary_table
 from ibrobust.studies.margin import tables as mr
+from ibrobust.studies.prelu.tables import synthetic_summary, table1
 from ibrobust.studies.price_linear.algorithms import algorithm_of
 from ibrobust.studies.price_linear.experiment import METRICS
 from ibrobust.studies.price_linear.tables import mean_over_draws

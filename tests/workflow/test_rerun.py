@@ -244,13 +244,15 @@ OTHER_KINDS = [
     "optimizers/gd.py",
     "optimizers/adam.py",
     "optimizers/steepest.py",
-    # Study PRELU's model, training path, analysis, glue and figures
+    # Study PRELU's model, training path and analysis math, and its package's analysis job,
+    # tables, figures and reference radii (the radii: PRELU's figures, tables and claims)
     "models/prelu.py",
     "training/prelu.py",
     "analysis/prelu.py",
-    "experiments/prelu.py",
-    "plotting/prelu.py",
-    "analysis/prelu_radii.py",  # the reference radii: PRELU's figures, tables and claims
+    "studies/prelu/experiment.py",
+    "studies/prelu/tables.py",
+    "studies/prelu/plots.py",
+    "studies/prelu/radii.py",
 ]
 
 
@@ -289,7 +291,7 @@ def test_other_kinds_modules_rerun_nothing(state_copy, repo_copy, module):
     path.write_text(path.read_text() + "\n# edited by tests/workflow\n")
     plan = parse_dry_run(snakemake(state_copy, "-n", snakefile=repo_copy, env=env))
     # no Study FA job; the claims ledger imports every kind's claim declarations (and the
-    # constants they read, e.g. analysis/prelu.py's reference radii), so it may rerun alone
+    # constants they read, e.g. studies/prelu/radii.py's reference radii), so it may rerun alone
     assert plan.nothing_to_do or set(plan.stats) == {"claims", "all"}, plan.stats
     if not plan.nothing_to_do:
         assert plan.of("claims")[0].reason.startswith("Params have changed"), plan.of("claims")

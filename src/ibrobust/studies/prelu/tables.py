@@ -4,7 +4,7 @@ beside the paper's numbers.
 
 Synthetic half (:func:`synthetic_summary`): per run the robust accuracy (critical radius,
 accuracy at the reference radii 1/sqrt(K) and sqrt(2)/2), the neuron alignment and the
-distances to the ideal classifiers (per run: :func:`ibrobust.analysis.prelu.run_analysis`).
+distances to the ideal classifiers (per run: :func:`ibrobust.studies.prelu.experiment.run_analysis`).
 
 MNIST half (:func:`table1`): robust accuracy of each model at the radii of the paper's
 Table 1 (l_inf 0.05, 0.1; l2 1, 2; l1 5, 10) and its clean accuracy, beside the paper's
@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ibrobust.analysis.prelu_radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
 from ibrobust.kinds import MODELS
+from ibrobust.studies.prelu.radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
 
 # (norm, radius) columns of the paper's Table 1, in its order
 TABLE1_COLUMNS: list[tuple[str, float]] = [

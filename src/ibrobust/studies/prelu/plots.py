@@ -16,9 +16,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ibrobust.analysis.prelu_radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius  # noqa: E402
-from ibrobust.experiments.prelu import OFFICIAL_PRETRAINED, PAPER_TABLE1  # noqa: E402
 from ibrobust.plotting.style import color_palette, heatmap, mean_band, set_style  # noqa: E402
+from ibrobust.studies.prelu.radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius  # noqa: E402
+from ibrobust.studies.prelu.tables import OFFICIAL_PRETRAINED, PAPER_TABLE1  # noqa: E402
 
 TASK_LABEL = {"binary": "2-class", "multiclass": "10-class"}
 NORM_TITLE = {"linf": "l_inf", "l2": "l2", "l1": "l1"}
