@@ -1,5 +1,5 @@
-"""Claims of Study FA-IMAGES (Li et al., ICLR 2025, Fig. 2/3; SPEC.md "Study FA-IMAGES"),
-kind ``feature_averaging_images``.
+"""Claims of Study FA-IMAGES (Li et al., ICLR 2025, Fig. 2/3; docs/studies/fa_images.md,
+"Claims"), kind ``feature_averaging_images``.
 
 Our numbers come from ``results/<study>/figures/robust_accuracy_vs_radius.csv`` (the
 robust-accuracy figure's data: one row per run, readout, attack and radius): per seed, the

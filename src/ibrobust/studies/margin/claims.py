@@ -1,4 +1,5 @@
-"""Claims of Study MARGIN (Lyu & Li, ICLR 2020; SPEC.md "Study MARGIN"), kind ``margin``.
+"""Claims of Study MARGIN (Lyu & Li, ICLR 2020; docs/studies/margin.md, "Claims"), kind
+``margin``.
 
 Sources: ``results/<study>/figures/summary.csv``
 (:func:`ibrobust.studies.margin.tables.summary_table`, one row per run and checkpoint;

@@ -1,4 +1,5 @@
-"""Claims of Study PRELU (Min & Vidal, ICML 2024; SPEC.md "Study PRELU"), kind ``prelu``.
+"""Claims of Study PRELU (Min & Vidal, ICML 2024; docs/studies/prelu.md, "Claims"), kind
+``prelu``.
 
 Synthetic half: ``results/<study>/figures/summary.csv``
 (:func:`ibrobust.studies.prelu.tables.synthetic_summary`, one row per run and seed), judged at

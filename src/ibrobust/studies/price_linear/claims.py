@@ -1,5 +1,5 @@
-"""Claims of Study PRICE-LIN (Tsilivis, Frank, Srebro, Kempe, NeurIPS 2024, Sec. 5.1; SPEC.md
-"Study PRICE-LIN"), kind ``price_linear``.
+"""Claims of Study PRICE-LIN (Tsilivis, Frank, Srebro, Kempe, NeurIPS 2024, Sec. 5.1;
+docs/studies/price_linear.md, "Claims"), kind ``price_linear``.
 
 Our numbers come from ``results/<study>/figures/gap_vs_n.csv`` (every trained problem:
 dataset, optimizer, n, draw, eps_fraction, train / test robust accuracy; written by the

@@ -1,5 +1,5 @@
-"""Claims of Study PRICE-NN (Tsilivis et al., NeurIPS 2024, Sec. 5.2; SPEC.md "Study
-PRICE-NN"), kind ``price_nn``.
+"""Claims of Study PRICE-NN (Tsilivis et al., NeurIPS 2024, Sec. 5.2; docs/studies/price_nn.md,
+"Claims"), kind ``price_nn``.
 
 Our numbers come from ``results/<study>/figures/summary.csv``
 (:func:`ibrobust.studies.price_nn.tables.study_tables`): one row per (arch, eps, n, metric)
