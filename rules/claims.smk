@@ -11,16 +11,6 @@ PARENT_ARTIFACTS.update(
 )
 
 
-def ledger_config(names):
-    """What a ledger's claims read of the config: the studies ``names`` (the ones it judges;
-    a scale ladder's rungs only in the scale ledger), the registries they use."""
-    return dict(
-        studies={s: STUDIES[s] for s in names},
-        only_studies=config["only_studies"],
-        **{k: config[k] for k in ("datasets", "models", "optimizers")},
-    )
-
-
 rule claims:
     input:
         ledger_inputs({s: STUDIES[s]["kind"] for s in ENABLED if s in BASE_STUDIES},
