@@ -175,8 +175,9 @@ LIBRARY_EDITS = {
     "studies/feature_averaging/plots.py": Counter(
         {**dict.fromkeys(FIGURE_RULES[1:4], 1), **LEDGER, "all": 1}
     ),
-    # the generic cosine view (rules/analysis.smk): its one figure job and the ledger
-    "plotting/cosines.py": Counter({"cosine_figure": 1, **LEDGER, "all": 1}),
+    # the generic cosine view (rules/analysis.smk): its one figure job (the ledger reads no
+    # file of it, so it does not rerun)
+    "plotting/cosines.py": Counter({"cosine_figure": 1, "all": 1}),
     # imported by attack.py (through attacks.suite) and the margin-gradient view: both grids
     # (10 own-score + 5 k-class jobs, each for all readouts), then their readers
     "attacks/pgd.py": Counter(
