@@ -2,7 +2,7 @@
 
 The study itself runs in the workflow (``snakemake --cores all margin --config
 data_root=DIR``: training, per-checkpoint robustness, figures and summary through
-:mod:`ibrobust.experiments.margin` and :mod:`ibrobust.experiments.margin_report`). This
+:mod:`ibrobust.studies.margin.experiment` and :mod:`ibrobust.studies.margin.tables`). This
 script reads one run's ``checkpoints.pt`` and dataset file and measures, per checkpoint,
 what training the net in float32 would change: log10 L and q_min evaluated in both dtypes
 and the cosine between the float32 and float64 gradients of log L on one batch (the reason
@@ -29,8 +29,8 @@ from ibrobust.analysis.margin import (
     param_norm,
     stats_from_logits,
 )
-from ibrobust.experiments.margin import load_checkpoints, run_data
 from ibrobust.io import load_npz, load_torch
+from ibrobust.studies.margin.experiment import load_checkpoints, run_data
 
 
 def main() -> None:

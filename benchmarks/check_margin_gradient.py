@@ -29,7 +29,7 @@ from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.io import load_npz, load_torch, save_csv, save_figure
 from ibrobust.models.readout import READOUTS
 from ibrobust.models.registry import load_model
-from ibrobust.plotting.margin_gradient import margin_gradient_figure
+from ibrobust.studies.feature_averaging.margin_gradient_figure import margin_gradient_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,11 +22,9 @@ import time
 import torch
 
 from ibrobust.analysis.prelu import (
-    PRELU_ROBUST_RADIUS,
     alignment_summary,
     ideal_distances,
     neuron_alignment,
-    relu_nonrobust_radius,
     span_sphere_points,
 )
 from ibrobust.attacks.losses import binary_correct, neg_binary_margin
@@ -34,6 +32,7 @@ from ibrobust.attacks.pgd import PGDConfig, pgd
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.models.prelu import PreluConfig, build_prelu, init_prelu, prelu_readout
 from ibrobust.seeding import torch_generator
+from ibrobust.studies.prelu.radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
 from ibrobust.training.prelu import PreluTrainConfig, train_prelu_sweep
 
 K, K_POS = 10, 6

@@ -40,7 +40,7 @@ def worker(args: argparse.Namespace) -> None:
     import torch
     import yaml
 
-    from ibrobust.experiments.price_linear import (
+    from ibrobust.studies.price_linear.experiment import (
         draw_margins,
         erm_config,
         metrics_table,

@@ -51,7 +51,7 @@ rule cosine_figure:
     input:
         lambda w: files(w.study, first_seed_runs(w.study), "analysis/cosine.csv"),
     output:
-        png=report("results/{study}/figures/cosine_heatmaps.png", caption="../report/feature_averaging/cosine_heatmaps.rst", category="{study}", subcategory="figures"),
+        png=report("results/{study}/figures/cosine_heatmaps.png", caption="../report/analysis/cosine_heatmaps.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/cosine_heatmaps.pdf",
         csv="results/{study}/figures/cosine_heatmaps.csv",
     log:

@@ -1,5 +1,5 @@
 # The claims ledger (results/claims/claims.md + .csv): every claim each study kind declares
-# (src/ibrobust/claims/), measured on the studies' summaries. It reads only the summaries the
+# (src/ibrobust/studies/<kind>/claims.py), measured on the studies' summaries. It reads only the summaries the
 # default target builds for the invocation's studies (only_studies, else the enabled ones;
 # claims of other outputs and studies are "not run", with the reason); editing a claim declaration changes only this rule's code hash, so only the
 # ledger reruns.
@@ -9,16 +9,6 @@ from ibrobust.claims.ledger import claims_modules, ledger_inputs  # noqa: E402
 PARENT_ARTIFACTS.update(
     {f: "claims" for f in CLAIMS_LEDGER + CLAIMS_LEDGER_ALL + CLAIMS_LEDGER_SCALE + SCALE_TRENDS}
 )
-
-
-def ledger_config(names):
-    """What a ledger's claims read of the config: the studies ``names`` (the ones it judges;
-    a scale ladder's rungs only in the scale ledger), the registries they use."""
-    return dict(
-        studies={s: STUDIES[s] for s in names},
-        only_studies=config["only_studies"],
-        **{k: config[k] for k in ("datasets", "models", "optimizers")},
-    )
 
 
 rule claims:

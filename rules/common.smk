@@ -247,6 +247,16 @@ CLAIMS_LEDGER_SCALE = [f"results/claims/scale/claims.{ext}" for ext in ("md", "c
 SCALE_TRENDS = [f"results/claims/scale/trend.{ext}" for ext in ("md", "csv")]
 
 
+def ledger_config(names):
+    """What a ledger's claims read of the config: the studies ``names`` (the ones it judges;
+    a scale ladder's rungs only in the scale ledger), the registries they use."""
+    return dict(
+        studies={s: STUDIES[s] for s in names},
+        only_studies=config["only_studies"],
+        **{k: config[k] for k in ("datasets", "models", "optimizers")},
+    )
+
+
 def default_targets():
     """The default target: the enabled studies' outputs, then the claims ledger over them."""
     return [f for s in ENABLED for f in study_outputs(s, default=True)] + CLAIMS_LEDGER

@@ -3,7 +3,7 @@
 from _figures import gather_csv, save_outputs
 from _job import Job
 
-from ibrobust.plotting.fa import cosine_heatmaps
+from ibrobust.plotting.cosines import cosine_heatmaps
 
 p = snakemake.params
 with Job(snakemake) as job:

@@ -7,7 +7,7 @@ import pandas as pd
 from _figures import gather_csv, gather_json, save_outputs
 from _job import Job
 
-from ibrobust.plotting.fa import COMBO, lambda_trajectories
+from ibrobust.studies.feature_averaging.plots import COMBO, lambda_trajectories
 
 p = snakemake.params
 with Job(snakemake) as job:

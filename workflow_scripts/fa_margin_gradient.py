@@ -9,7 +9,7 @@ from ibrobust.analysis.margin_gradient import MarginGradientConfig, run_points, 
 from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.io import load_npz, load_torch, save_csv
 from ibrobust.models.registry import load_model
-from ibrobust.plotting.margin_gradient import margin_gradient_figure
+from ibrobust.studies.feature_averaging.margin_gradient_figure import margin_gradient_figure
 
 p = snakemake.params
 with Job(snakemake) as job:

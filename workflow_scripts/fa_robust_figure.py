@@ -5,7 +5,7 @@ from _figures import gather_csv, save_outputs
 from _job import Job
 
 from ibrobust.experiments.tables import per_readout
-from ibrobust.plotting.fa import robust_curves
+from ibrobust.studies.feature_averaging.plots import robust_curves
 
 p = snakemake.params
 with Job(snakemake) as job:

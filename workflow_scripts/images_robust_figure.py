@@ -5,7 +5,7 @@ from _figures import gather_csv, save_outputs
 from _job import Job
 
 from ibrobust.experiments.tables import per_readout
-from ibrobust.plotting.images import robust_curves_by_dataset
+from ibrobust.studies.feature_averaging_images.plots import robust_curves_by_dataset
 
 p = snakemake.params
 with Job(snakemake) as job:

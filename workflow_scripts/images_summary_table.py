@@ -4,9 +4,9 @@ import pandas as pd
 from _figures import gather_csv, gather_json
 from _job import Job
 
-from ibrobust.experiments.fa_images import summary_table
 from ibrobust.experiments.tables import per_readout
 from ibrobust.io import atomic_path, save_csv
+from ibrobust.studies.feature_averaging_images.tables import summary_table
 
 p = snakemake.params
 with Job(snakemake) as job:

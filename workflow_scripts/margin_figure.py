@@ -7,8 +7,8 @@ import pandas as pd
 from _figures import gather_csv, save_outputs
 from _job import Job
 
-from ibrobust.experiments.margin_report import robust_curves
-from ibrobust.plotting import margin as plots
+from ibrobust.studies.margin import plots
+from ibrobust.studies.margin.tables import robust_curves
 
 p = snakemake.params
 figure = snakemake.wildcards.figure

@@ -6,13 +6,13 @@ import time
 
 from _job import Job
 
-from ibrobust.experiments.margin import (
+from ibrobust.io import load_npz, load_torch, save_csv
+from ibrobust.studies.margin.experiment import (
     MarginRobustConfig,
     checkpoint_robustness,
     load_checkpoints,
     run_data,
 )
-from ibrobust.io import load_npz, load_torch, save_csv
 
 p = snakemake.params
 with Job(snakemake) as job:

@@ -9,8 +9,8 @@ import json
 import pandas as pd
 from _job import Job
 
-from ibrobust.experiments import margin_report as mr
 from ibrobust.io import atomic_path, save_csv
+from ibrobust.studies.margin import tables as mr
 
 p = snakemake.params
 i = snakemake.input

@@ -7,8 +7,8 @@ import time
 import pandas as pd
 from _job import Job
 
-from ibrobust.experiments.margin import build_net, checkpoint_rows, run_data, train_config
 from ibrobust.io import load_npz, save_csv, save_json, save_torch
+from ibrobust.studies.margin.experiment import build_net, checkpoint_rows, run_data, train_config
 from ibrobust.training.margin import train_margin
 
 # history column -> MLflow metric (log10 L only: L itself underflows float64)

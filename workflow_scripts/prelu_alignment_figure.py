@@ -4,8 +4,8 @@ import pandas as pd
 from _figures import save_outputs
 from _job import Job
 
-from ibrobust.experiments.prelu import label_runs
-from ibrobust.plotting.prelu import neuron_alignment
+from ibrobust.studies.prelu.plots import neuron_alignment
+from ibrobust.studies.prelu.tables import label_runs
 
 p = snakemake.params
 with Job(snakemake) as job:

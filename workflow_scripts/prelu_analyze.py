@@ -4,10 +4,10 @@ synthetic pReLU net of a study (one table row per run, one per neuron)."""
 import pandas as pd
 from _job import Job
 
-from ibrobust.analysis.prelu import run_analysis
 from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.io import load_npz, load_torch, save_csv
 from ibrobust.models.registry import load_model
+from ibrobust.studies.prelu.experiment import run_analysis
 
 p = snakemake.params
 with Job(snakemake) as job:

@@ -3,8 +3,8 @@
 from _figures import gather_csv, save_outputs
 from _job import Job
 
-from ibrobust.experiments.prelu import label_runs
-from ibrobust.plotting.prelu import mnist_robust_accuracy
+from ibrobust.studies.prelu.plots import mnist_robust_accuracy
+from ibrobust.studies.prelu.tables import label_runs
 
 p = snakemake.params
 with Job(snakemake) as job:

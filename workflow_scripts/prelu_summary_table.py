@@ -4,8 +4,8 @@ import pandas as pd
 from _figures import gather_json
 from _job import Job
 
-from ibrobust.experiments.prelu import synthetic_markdown, synthetic_means, synthetic_summary
 from ibrobust.io import atomic_path, save_csv
+from ibrobust.studies.prelu.tables import synthetic_markdown, synthetic_means, synthetic_summary
 
 p = snakemake.params
 with Job(snakemake) as job:

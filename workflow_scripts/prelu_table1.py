@@ -3,8 +3,8 @@
 from _figures import gather_json
 from _job import Job
 
-from ibrobust.experiments.prelu import table1, table1_markdown
 from ibrobust.io import atomic_path, save_csv
+from ibrobust.studies.prelu.tables import table1, table1_markdown
 
 p = snakemake.params
 with Job(snakemake) as job:

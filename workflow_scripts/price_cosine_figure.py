@@ -5,10 +5,10 @@ import pandas as pd
 from _figures import save_outputs
 from _job import Job
 
-from ibrobust.experiments.price_linear_algorithms import algorithm_label, regime_label
-from ibrobust.experiments.price_linear_tables import solution_cosines
 from ibrobust.io import load_npz
-from ibrobust.plotting.price_linear import cosine_vs_fraction
+from ibrobust.studies.price_linear.algorithms import algorithm_label, regime_label
+from ibrobust.studies.price_linear.plots import cosine_vs_fraction
+from ibrobust.studies.price_linear.tables import solution_cosines
 
 p = snakemake.params
 with Job(snakemake) as job:

@@ -4,9 +4,9 @@ gap(first) - gap(second), robust (paper Fig. 2 right) or clean (paper Fig. 6).""
 from _figures import gather_csv, save_outputs
 from _job import Job
 
-from ibrobust.experiments.price_linear_algorithms import algorithm_label, regime_label
-from ibrobust.experiments.price_linear_tables import gap_difference
-from ibrobust.plotting.price_linear import gap_difference_heatmap
+from ibrobust.studies.price_linear.algorithms import algorithm_label, regime_label
+from ibrobust.studies.price_linear.plots import gap_difference_heatmap
+from ibrobust.studies.price_linear.tables import gap_difference
 
 p = snakemake.params
 with Job(snakemake) as job:

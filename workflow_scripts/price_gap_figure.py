@@ -4,8 +4,8 @@ side by side (one column per eps), one row per regime (paper Fig. 1 bottom, 2 le
 from _figures import gather_csv, save_outputs
 from _job import Job
 
-from ibrobust.experiments.price_linear_algorithms import algorithm_label, regime_label
-from ibrobust.plotting.price_linear import gap_vs_n
+from ibrobust.studies.price_linear.algorithms import algorithm_label, regime_label
+from ibrobust.studies.price_linear.plots import gap_vs_n
 
 p = snakemake.params
 with Job(snakemake) as job:

@@ -7,10 +7,10 @@ import pandas as pd
 from _figures import save_outputs
 from _job import Job
 
-from ibrobust.experiments.price_nn import final_rows, history_rows, markdown_table
-from ibrobust.experiments.price_nn_tables import study_tables
 from ibrobust.io import atomic_path, save_csv
-from ibrobust.plotting.price_nn import accuracy_curves, difference_heatmap
+from ibrobust.studies.price_nn.plots import accuracy_curves, difference_heatmap
+from ibrobust.studies.price_nn.rows import final_rows, history_rows, markdown_table
+from ibrobust.studies.price_nn.tables import study_tables
 
 p, inp, out = snakemake.params, snakemake.input, snakemake.output
 

@@ -4,9 +4,9 @@ import pandas as pd
 from _figures import gather_csv
 from _job import Job
 
-from ibrobust.experiments.price_linear_algorithms import algorithm_label, regime_label
-from ibrobust.experiments.price_linear_tables import mean_over_draws, summary_markdown
 from ibrobust.io import atomic_path, save_csv
+from ibrobust.studies.price_linear.algorithms import algorithm_label, regime_label
+from ibrobust.studies.price_linear.tables import mean_over_draws, summary_markdown
 
 p = snakemake.params
 with Job(snakemake) as job:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from _job import Job
 
-from ibrobust.experiments.price_linear import sample_test_set, teacher_config
 from ibrobust.io import save_json, save_npz
+from ibrobust.studies.price_linear.experiment import sample_test_set, teacher_config
 
 p = snakemake.params
 with Job(snakemake) as job:

@@ -6,14 +6,14 @@ import time
 import torch
 from _job import Job
 
-from ibrobust.experiments.price_linear import (
+from ibrobust.io import load_npz, save_csv, save_npz
+from ibrobust.studies.price_linear.experiment import (
     algorithm_of,
     erm_config,
     metrics_table,
     problem_grid,
     train_problems,
 )
-from ibrobust.io import load_npz, save_csv, save_npz
 
 # job metric -> metrics-table column (means over draws per eps fraction)
 METRICS = {"train.robust_acc": "train_robust_acc", "test.robust_acc": "test_robust_acc",

@@ -5,8 +5,12 @@ import time
 import numpy as np
 from _job import Job
 
-from ibrobust.experiments.price_linear import draw_margins, sample_train_draws, teacher_config
 from ibrobust.io import save_json, save_npz
+from ibrobust.studies.price_linear.experiment import (
+    draw_margins,
+    sample_train_draws,
+    teacher_config,
+)
 
 p = snakemake.params
 with Job(snakemake) as job:

@@ -4,7 +4,7 @@ Snakemake's ``code`` rerun trigger only watches a rule's script file. To rerun e
 the rules whose code changed, the workflow passes ``code_hash(script)`` as a param:
 the hash covers the script, the helper modules it imports from its own directory and
 every ``ibrobust`` module it imports, transitively (static analysis of ``import``
-statements, so nothing is executed). Editing ``ibrobust/plotting/fa.py`` therefore
+statements, so nothing is executed). Editing ``ibrobust/studies/feature_averaging/plots.py`` therefore
 changes the hash of the figure scripts only, and Snakemake reruns those jobs. Registry
 kinds are loaded dynamically (``ibrobust.kinds``), so a rule adds the modules of its job's
 own kinds explicitly (``modules=``): a job hashes the code it can actually run. A kind's

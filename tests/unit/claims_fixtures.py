@@ -5,13 +5,13 @@ fa_scaling_figure.py, the margin-gradient summary of fa_margin_gradient.py). FA-
 per-run ``robust_accuracy.csv`` tables (:func:`ibrobust.analysis.robustness.robust_accuracy_table`
 of hand-made correctness masks), gathered as images_robust_figure.py and
 images_summary_table.py gather them (``per_readout(gather_csv(...))``): the curves CSV, and
-:func:`ibrobust.experiments.fa_images.summary_table` of it. PRICE-LIN: per-run
+:func:`ibrobust.studies.feature_averaging_images.tables.summary_table` of it. PRICE-LIN: per-run
 ``metrics.csv`` tables (the columns of
-:func:`ibrobust.experiments.price_linear.metrics_table`) gathered as price_gap_figure.py does
-(``gap_vs_n.csv``) and :func:`~ibrobust.experiments.price_linear_tables.mean_over_draws` of
-them (``summary.csv``). PRELU: :func:`ibrobust.experiments.prelu.synthetic_summary` and
-:func:`ibrobust.experiments.prelu.table1`. PRICE-NN:
-:func:`ibrobust.experiments.price_nn_tables.study_tables` of hand-made final rows. MARGIN:
+:func:`ibrobust.studies.price_linear.experiment.metrics_table`) gathered as price_gap_figure.py does
+(``gap_vs_n.csv``) and :func:`~ibrobust.studies.price_linear.tables.mean_over_draws` of
+them (``summary.csv``). PRELU: :func:`ibrobust.studies.prelu.tables.synthetic_summary` and
+:func:`ibrobust.studies.prelu.tables.table1`. PRICE-NN:
+:func:`ibrobust.studies.price_nn.tables.study_tables` of hand-made final rows. MARGIN:
 workflow_scripts/margin_summary.py's steps on hand-made per-run history, checkpoints and
 points tables (``summary.csv`` and ``points.csv``). Every number is set by the caller, so
 each test chooses the verdict it expects.
@@ -36,15 +36,15 @@ from ibrobust.analysis.robustness import robust_accuracy_table
 from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.ledger import build_ledger, study_outputs
 from ibrobust.config import load_schema, validate_config
-from ibrobust.experiments import margin_report as mr
-from ibrobust.experiments.fa_images import summary_table
-from ibrobust.experiments.prelu import synthetic_summary, table1
-from ibrobust.experiments.price_linear import METRICS
-from ibrobust.experiments.price_linear_algorithms import algorithm_of
-from ibrobust.experiments.price_linear_tables import mean_over_draws
-from ibrobust.experiments.price_nn_tables import study_tables
 from ibrobust.experiments.tables import per_readout
 from ibrobust.io import save_csv
+from ibrobust.studies.feature_averaging_images.tables import summary_table
+from ibrobust.studies.margin import tables as mr
+from ibrobust.studies.prelu.tables import synthetic_summary, table1
+from ibrobust.studies.price_linear.algorithms import algorithm_of
+from ibrobust.studies.price_linear.experiment import METRICS
+from ibrobust.studies.price_linear.tables import mean_over_draws
+from ibrobust.studies.price_nn.tables import study_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 READOUTS = ("sum", "argmax", "log_odds")  # config.yaml's readouts of fa and fa_images
@@ -222,7 +222,7 @@ def fa_scaling(
     seeds=(0, 1),
     slope_d: float | Sequence[float] = 0.5,
 ) -> pd.DataFrame:
-    """Rows as fa_scaling_figure writes them (ibrobust.experiments.fa_scaling.scaling_table):
+    """Rows as fa_scaling_figure writes them (ibrobust.studies.feature_averaging.scaling.scaling_table):
     sweep over k at d: binary radius = sqrt(d) k^slope; sweep over d at k = 10: binary radius
     = d^slope_d / sqrt(10); a sequence gives each seed its own slope; the 2-class rows
     repeat under each readout."""
@@ -516,7 +516,7 @@ def margin_points(
     certified: float = 0.5,
     margins: Mapping[tuple[str, str], Sequence[float]] | None = None,
 ) -> pd.DataFrame:
-    """One run's points.csv (the columns of ibrobust.experiments.margin.checkpoint_robustness):
+    """One run's points.csv (the columns of ibrobust.studies.margin.experiment.checkpoint_robustness):
     ``distances[(checkpoint, split)]``: the FAB l2 distance of each point (NaN: not reached);
     the PGD bisection bound 10 % above it on the first half of the points (NaN beyond, as
     outside the bisection sample); the certificate ``certified`` x the distance; margins 1

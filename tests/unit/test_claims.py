@@ -698,7 +698,7 @@ def test_margin_robust_rise_of_one_run_given_the_grid_radius():
     """The bootstrap path itself, on a summary that also carries ``eps_l2`` (what the claim
     reads; see the xfail above): the per-point paired differences, bootstrapped."""
     from ibrobust.claims.core import StudyContext
-    from ibrobust.claims.margin import robust_rise
+    from ibrobust.studies.margin.claims import robust_rise
 
     files = _margin_files([_margin_run(0, 4, 6)])
     summary = files[MARGIN].assign(eps_l2=files[MARGIN]["train_eps_l2"])

@@ -247,7 +247,7 @@ def plan(cfg: dict) -> None:
     """What the workflow computes from a valid config before any job, through the library:
     typed configs of every dataset, optimizer and attack a study uses, the attack grids,
     and at least one attack for every attack job."""
-    from ibrobust.experiments import price_linear
+    from ibrobust.studies.price_linear import experiment as price_linear
     from ibrobust.training.full_batch import GD_KEYS, GDConfig
     from ibrobust.training.network import NetTrainConfig, net_train_fields
     from ibrobust.training.prelu import PreluTrainConfig, prelu_train_fields

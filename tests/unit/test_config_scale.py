@@ -104,7 +104,7 @@ def test_width_multiplier_scales_every_conv_and_dense_width():
 def test_price_nn_curves_of_a_study_without_fc_runs_say_so():
     import pandas as pd
 
-    from ibrobust.plotting.price_nn import accuracy_curves
+    from ibrobust.studies.price_nn.plots import accuracy_curves
 
     empty = pd.DataFrame(columns=["eps", "algorithm", "epoch", "train_acc", "test_acc"])
     fig = accuracy_curves(empty, "a CNN-only rung")

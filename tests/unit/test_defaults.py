@@ -20,13 +20,13 @@ from ibrobust.config import load_schema
 from ibrobust.data.clusters import ClusterDataConfig
 from ibrobust.data.images import ImageDataConfig
 from ibrobust.data.teacher import TeacherConfig
-from ibrobust.experiments.margin import MarginRobustConfig
 from ibrobust.models.fc import FCConfig
 from ibrobust.models.homogeneous_cnn import HomogeneousCNNConfig
 from ibrobust.models.image import ImageModelConfig
 from ibrobust.models.prelu import PreluConfig
 from ibrobust.models.two_layer import TwoLayerConfig
 from ibrobust.optim.loss_based import LossBasedLRConfig
+from ibrobust.studies.margin.experiment import MarginRobustConfig
 from ibrobust.training.full_batch import GDConfig
 from ibrobust.training.margin import MarginTrainConfig
 from ibrobust.training.network import NetTrainConfig

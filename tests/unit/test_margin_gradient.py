@@ -131,7 +131,7 @@ def test_point_table_on_a_linear_model_matches_the_exact_distance():
 def test_figure_draws_one_series_per_training_and_readout():
     import pandas as pd
 
-    from ibrobust.plotting.margin_gradient import margin_gradient_figure
+    from ibrobust.studies.feature_averaging.margin_gradient_figure import margin_gradient_figure
 
     rows = [
         dict(

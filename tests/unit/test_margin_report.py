@@ -12,9 +12,9 @@ import pytest
 from claims_fixtures import MARGIN_CHECKPOINTS, margin_history, margin_outputs, margin_points
 
 from ibrobust.claims.core import StudyContext
-from ibrobust.claims.margin import claims
-from ibrobust.experiments import margin_report as mr
-from ibrobust.experiments.margin_report import robust_curves
+from ibrobust.studies.margin import tables as mr
+from ibrobust.studies.margin.claims import claims
+from ibrobust.studies.margin.tables import robust_curves
 
 
 def _history():
@@ -49,7 +49,7 @@ def test_separation_without_fit_and_finiteness():
 
 def _points(rows, checkpoint="a", split="train") -> pd.DataFrame:
     """Per-point rows (margin, fab_l2, pgd_l2_upper, certified_l2) with ``distance_l2`` the
-    smallest attack distance, as ibrobust.experiments.margin.point_robustness reports it."""
+    smallest attack distance, as ibrobust.studies.margin.experiment.point_robustness reports it."""
     df = pd.DataFrame(rows, columns=["margin", "fab_l2", "pgd_l2_upper", "certified_l2"])
     df["distance_l2"] = df[list(mr.L2_ATTACKS)].min(axis=1, skipna=True)
     return df.assign(index=range(len(df)), checkpoint=checkpoint, split=split)

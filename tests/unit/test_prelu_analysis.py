@@ -6,18 +6,17 @@ import pytest
 import torch
 
 from ibrobust.analysis.prelu import (
-    PRELU_ROBUST_RADIUS,
     alignment_summary,
     class_sums,
     ideal_distances,
     ideal_prelu,
     ideal_relu,
     neuron_alignment,
-    relu_nonrobust_radius,
     scaled_distance,
     span_sphere_points,
 )
 from ibrobust.models.prelu import PreluNet
+from ibrobust.studies.prelu.radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
 
 # K = 3 centres e1, e2 (positive) and e3 (negative) in D = 3; probe points
 #   x1 = (1, 0, 0):          F = 1,       F^(3) = 1

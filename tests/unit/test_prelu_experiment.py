@@ -11,10 +11,18 @@ import pandas as pd
 import pytest
 import torch
 
-from ibrobust.analysis.prelu import run_analysis
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.data.dataset import dataset_from_arrays
-from ibrobust.experiments.prelu import (
+from ibrobust.models.prelu import PreluNet
+from ibrobust.studies.prelu.experiment import run_analysis
+from ibrobust.studies.prelu.plots import (
+    alignment_fractions,
+    ideal_distances,
+    mnist_robust_accuracy,
+    neuron_alignment,
+    robust_accuracy_by_alpha,
+)
+from ibrobust.studies.prelu.tables import (
     attack_version,
     interpolate,
     label_runs,
@@ -23,14 +31,6 @@ from ibrobust.experiments.prelu import (
     synthetic_summary,
     table1,
     table1_markdown,
-)
-from ibrobust.models.prelu import PreluNet
-from ibrobust.plotting.prelu import (
-    alignment_fractions,
-    ideal_distances,
-    mnist_robust_accuracy,
-    neuron_alignment,
-    robust_accuracy_by_alpha,
 )
 
 K, D = 4, 12

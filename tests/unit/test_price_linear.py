@@ -14,7 +14,7 @@ import torch
 from ibrobust.analysis.linear_margin import linf_margin
 from ibrobust.analysis.linear_metrics import robust_accuracy
 from ibrobust.data.teacher import make_teacher_batch
-from ibrobust.experiments.price_linear import (
+from ibrobust.studies.price_linear.experiment import (
     algorithm_label,
     algorithm_of,
     draw_margins,
@@ -27,13 +27,13 @@ from ibrobust.experiments.price_linear import (
     teacher_config,
     train_problems,
 )
-from ibrobust.experiments.price_linear_tables import (
+from ibrobust.studies.price_linear.plots import cosine_vs_fraction, gap_difference_heatmap, gap_vs_n
+from ibrobust.studies.price_linear.tables import (
     gap_difference,
     mean_over_draws,
     solution_cosines,
     summary_markdown,
 )
-from ibrobust.plotting.price_linear import cosine_vs_fraction, gap_difference_heatmap, gap_vs_n
 from ibrobust.training.robust_erm import RobustERMConfig, default_c, train_robust_erm
 
 DENSE = {"kind": "teacher", "d": 12, "k_w": 12, "k_x": 12, "entries": "pm1", "n_test": 300}

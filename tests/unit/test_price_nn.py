@@ -14,12 +14,12 @@ from config_helpers import assert_rejected, bad_cases, merged
 
 from ibrobust.claims.core import StudyContext
 from ibrobust.config import derived_optimizers, load_schema, validate_config
-from ibrobust.experiments import price_nn as P
-from ibrobust.experiments import price_nn_tables as T
 from ibrobust.models.fc import FCConfig, build_fc
-from ibrobust.plotting import price_nn as plots
 from ibrobust.seeding import torch_generator
 from ibrobust.studies import price_nn as study
+from ibrobust.studies.price_nn import plots
+from ibrobust.studies.price_nn import rows as P
+from ibrobust.studies.price_nn import tables as T
 from ibrobust.training.adversarial import AdversarialConfig
 from ibrobust.training.curves import CurveRecorder
 from ibrobust.training.network import NetTrainConfig, net_train_fields, train_network
@@ -161,7 +161,7 @@ def test_a_cell_is_fitted_only_when_every_run_fit_the_training_set():
 
 
 def test_cnn_claim_counts_only_fitted_cells():
-    from ibrobust.claims import price_nn as C
+    from ibrobust.studies.price_nn import claims as C
 
     cells = pd.DataFrame(
         [{"arch": "cnn", "metric": C.STRONG, "eps": e, "n": 50, "mean": m, "fitted": f,

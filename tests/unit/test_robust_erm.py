@@ -23,9 +23,9 @@ from ibrobust.analysis.linear_metrics import (
     robust_margins,
 )
 from ibrobust.data.teacher import TeacherConfig, make_teacher_batch, make_teacher_data
-from ibrobust.experiments.price_linear_tables import cosine
 from ibrobust.models.diagonal import DiagonalNet
 from ibrobust.optim import SteepestDescent
+from ibrobust.studies.price_linear.tables import cosine
 from ibrobust.training.robust_erm import (
     ALGORITHMS,
     RobustERMConfig,

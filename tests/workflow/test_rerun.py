@@ -170,9 +170,14 @@ def test_plot_option_change_reruns_only_figures(state_copy, tmp_path):
 
 # edited module -> exact job counts it must trigger (from each script's import closure)
 LIBRARY_EDITS = {
-    # imported by the four FA figure scripts only (not by fa_summary_table, nor by the
-    # margin-gradient view, which draws with plotting/margin_gradient.py)
-    "plotting/fa.py": Counter({**dict.fromkeys(FIGURE_RULES[:4], 1), **LEDGER, "all": 1}),
+    # imported by three FA figure scripts only (not by fa_summary_table, nor by the cosine
+    # heatmaps, drawn by plotting/cosines.py, nor by the margin-gradient view)
+    "studies/feature_averaging/plots.py": Counter(
+        {**dict.fromkeys(FIGURE_RULES[1:4], 1), **LEDGER, "all": 1}
+    ),
+    # the generic cosine view (rules/analysis.smk): its one figure job (the ledger reads no
+    # file of it, so it does not rerun)
+    "plotting/cosines.py": Counter({"cosine_figure": 1, "all": 1}),
     # imported by attack.py (through attacks.suite) and the margin-gradient view: both grids
     # (10 own-score + 5 k-class jobs, each for all readouts), then their readers
     "attacks/pgd.py": Counter(
@@ -218,7 +223,8 @@ LIBRARY_EDITS = {
     ),
 }
 DIRECT = {
-    "plotting/fa.py": FIGURE_RULES[:4],
+    "studies/feature_averaging/plots.py": FIGURE_RULES[1:4],
+    "plotting/cosines.py": ["cosine_figure"],
     "attacks/pgd.py": ["attack", "attack_readouts_fa"],
     "training/full_batch.py": ["train"],
     # (its attack jobs' code changes too; their reason names the rerun model first)
@@ -239,13 +245,15 @@ OTHER_KINDS = [
     "optimizers/gd.py",
     "optimizers/adam.py",
     "optimizers/steepest.py",
-    # Study PRELU's model, training path, analysis, glue and figures
+    # Study PRELU's model, training path and analysis math, and its package's analysis job,
+    # tables, figures and reference radii (the radii: PRELU's figures, tables and claims)
     "models/prelu.py",
     "training/prelu.py",
     "analysis/prelu.py",
-    "experiments/prelu.py",
-    "plotting/prelu.py",
-    "analysis/prelu_radii.py",  # the reference radii: PRELU's figures, tables and claims
+    "studies/prelu/experiment.py",
+    "studies/prelu/tables.py",
+    "studies/prelu/plots.py",
+    "studies/prelu/radii.py",
 ]
 
 
@@ -284,7 +292,7 @@ def test_other_kinds_modules_rerun_nothing(state_copy, repo_copy, module):
     path.write_text(path.read_text() + "\n# edited by tests/workflow\n")
     plan = parse_dry_run(snakemake(state_copy, "-n", snakefile=repo_copy, env=env))
     # no Study FA job; the claims ledger imports every kind's claim declarations (and the
-    # constants they read, e.g. analysis/prelu.py's reference radii), so it may rerun alone
+    # constants they read, e.g. studies/prelu/radii.py's reference radii), so it may rerun alone
     assert plan.nothing_to_do or set(plan.stats) == {"claims", "all"}, plan.stats
     if not plan.nothing_to_do:
         assert plan.of("claims")[0].reason.startswith("Params have changed"), plan.of("claims")
@@ -362,7 +370,7 @@ def test_jobs_import_the_library_copy(state_copy, repo_copy, tmp_path):
     """PYTHONPATH=<copy>/src reaches the jobs, not only the Snakefile."""
     src = repo_copy.parent / "src"
     marker = tmp_path / "imported_from.txt"
-    fa = src / "ibrobust" / "plotting" / "fa.py"
+    fa = src / "ibrobust" / "plotting" / "cosines.py"
     fa.write_text(
         fa.read_text() + "\n# edited by tests/workflow: record where jobs import this from\n"
         "import os as _os\n\n"

@@ -1,5 +1,5 @@
-"""Analysis for Study PRELU (Min & Vidal, ICML 2024): ideal classifiers, the distance of a
-trained net to them, neuron alignment, and the reference attack radii.
+"""The pReLU analysis of Study PRELU (Min & Vidal, ICML 2024): ideal classifiers, the distance
+of a trained net to them, neuron alignment.
 
 Setting: K orthonormal cluster centres mu_k (K1 positive, K2 negative); the class
 averages of the poster are the *sums* mu_+ = sum_{k in +} mu_k, mu_- = sum_{k in -} mu_k.
@@ -38,25 +38,17 @@ contribution is at least ``active_rel`` times the largest one; its best match is
 direction of largest cosine. ``alignment_summary`` gives the fractions of active neurons
 whose best match is a single centre vs a class average.
 
-``run_analysis`` is the workflow's per-run analysis (rule ``prelu_analyze``): the alignment
-table of every neuron and a summary with the fractions and both distances (on the probes
-and on the test points).
+The workflow's per-run analysis (rule ``prelu_analyze``: the alignment table of every
+neuron and a summary with the fractions and both distances) is the study's
+(:func:`ibrobust.studies.prelu.experiment.run_analysis`); the theorems' reference radii are
+:mod:`ibrobust.studies.prelu.radii`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
 import torch
-
-from ibrobust.analysis.prelu_radii import (  # noqa: F401  (re-exported)
-    PRELU_ROBUST_RADIUS,
-    relu_nonrobust_radius,
-)
-from ibrobust.data.dataset import Dataset
-from ibrobust.seeding import torch_generator
 
 
 def _check_centres(means: torch.Tensor, sign: torch.Tensor) -> None:
@@ -175,55 +167,3 @@ def alignment_summary(al: Alignment) -> dict[str, float]:
         "frac_average": (n - single) / n if n else float("nan"),
         "mean_best_cos": float(best_cos.mean()) if n else float("nan"),
     }
-
-
-@torch.no_grad()
-def run_analysis(
-    net: torch.nn.Module,
-    data: Dataset,
-    seed: int,
-    probes: int = 2000,
-    active_rel: float = 1e-2,
-) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Study PRELU's per-run analysis of a trained pReLU net ``net`` on cluster data: the
-    per-neuron alignment table and the run's summary (alignment fractions, distances to F
-    and F^(p) on ``probes`` points of the centres' unit sphere and on the test points).
-
-    Table columns: ``neuron``, ``sign`` (+-1, the neuron's vote), ``contribution``,
-    ``active``, ``best`` (index into mu_0..mu_{K-1}, mu_+, mu_-), ``best_kind`` (centre or
-    average), ``best_cos``, ``cos_mu<k>`` for every centre, ``cos_avg_plus``, ``cos_avg_minus``.
-    Summary: ``n_neurons``, ``n_active``, ``frac_single``, ``frac_average``,
-    ``mean_best_cos``, ``dist_F`` / ``dist_Fp`` on the probes, ``dist_F_test`` /
-    ``dist_Fp_test`` on the test points, ``p``, ``k``.
-    """
-    means, sign = data.means, data.sign
-    if means is None:
-        raise ValueError("the PRELU synthetic analysis needs cluster data (cluster means)")
-    if not hasattr(net, "p") or not hasattr(net, "out_weight"):
-        raise ValueError(f"the PRELU analysis reads a pReLU net, got {type(net).__name__}")
-    means, sign = means.float(), sign.float()
-    al = neuron_alignment(net.weight, net.out_weight, means, sign, active_rel)
-    k = means.shape[0]
-    cos = torch.cat([al.cos_centres, al.cos_averages], 1)  # (h, K + 2)
-    table = pd.DataFrame(
-        {
-            "neuron": np.arange(cos.shape[0]),
-            "sign": net.neuron_signs().numpy(),
-            "contribution": al.contribution.numpy(),
-            "active": al.active.numpy(),
-            "best": al.best.numpy(),
-            "best_kind": np.where(al.best.numpy() < k, "centre", "average"),
-            "best_cos": cos.max(1).values.numpy(),
-        }
-    )
-    for j in range(k):
-        table[f"cos_mu{j}"] = al.cos_centres[:, j].numpy()
-    table["cos_avg_plus"] = al.cos_averages[:, 0].numpy()
-    table["cos_avg_minus"] = al.cos_averages[:, 1].numpy()
-    summary: dict[str, float] = {"p": float(net.p), "k": k, "n_neurons": int(cos.shape[0])}
-    summary.update(alignment_summary(al))
-    pts = span_sphere_points(means, probes, torch_generator(seed, "prelu", "probes"))
-    summary.update(ideal_distances(net, pts, means, sign, net.p))
-    test = ideal_distances(net, data.test.x.float(), means, sign, net.p)
-    summary.update({f"{key}_test": v for key, v in test.items()})
-    return table, summary

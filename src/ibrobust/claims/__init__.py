@@ -1,8 +1,8 @@
 """The claims ledger: each study's published claims as data, measured on its outputs.
 
 :mod:`ibrobust.claims.core` defines a claim, a measurement, a verdict rule and the checked
-reading of a study's output files; one module per study kind declares that kind's claims
-and the column mapping of its outputs (:mod:`~ibrobust.claims.feature_averaging`,
-:mod:`~ibrobust.claims.feature_averaging_images`, :mod:`~ibrobust.claims.price_linear`,
-:mod:`~ibrobust.claims.prelu`); :mod:`ibrobust.claims.ledger` builds the table.
+reading of a study's output files; each study kind that has claims declares them, and the
+column mapping of its outputs, in its package's ``claims`` module
+(``ibrobust.studies.<kind>.claims``, e.g. :mod:`ibrobust.studies.prelu.claims`);
+:mod:`ibrobust.claims.ledger` finds them through the study registry and builds the table.
 """

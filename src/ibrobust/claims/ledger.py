@@ -34,10 +34,11 @@ from ibrobust.kinds import STUDIES
 
 
 def claims_modules() -> dict[str, str]:
-    """Study kind -> the module declaring its SOURCES and claims(ctx): ``ibrobust.claims.<kind>``
-    for every registered kind that has one (a kind without claims has no module). The claims
-    rules hash these modules, so editing a claim declaration reruns only the ledger."""
-    names = {kind: f"ibrobust.claims.{kind}" for kind in STUDIES.kinds()}
+    """Study kind -> the module declaring its SOURCES and claims(ctx): ``claims`` in the kind's
+    package (``ibrobust.studies.<kind>.claims``) for every registered kind that has one (a kind
+    without claims has no such module). The claims rules hash these modules, so editing a
+    claim declaration reruns only the ledger."""
+    names = {kind: f"{STUDIES.module_name(kind)}.claims" for kind in STUDIES.kinds()}
     return {kind: name for kind, name in names.items() if importlib.util.find_spec(name)}
 
 

@@ -17,8 +17,8 @@ Sources (``ImageDataConfig.source``):
 
 Splits (``split``) of the source's classes into J+ (y = +1) and J- (y = -1):
 
-* ``parity``: all classes; even class ids are +1, odd ids -1 (SPEC: "even vs odd",
-  MNIST digits 0, 2, 4, 6, 8 -> +1).
+* ``parity``: all classes; even class ids are +1, odd ids -1 (Study FA-IMAGES's "even
+  vs odd", docs/studies/fa_images.md: MNIST digits 0, 2, 4, 6, 8 -> +1).
 * ``halves``: all classes; the first half of the class ids is +1 (CIFAR-10: airplane,
   automobile, bird, cat, deer), like J+ = the first k/2 clusters of the synthetic data.
 * ``explicit``: only the classes in ``positive`` (+1) and ``negative`` (-1) are kept.

@@ -7,7 +7,8 @@ mask m (expected ``k_x`` non-zero entries; k_x = d means dense) and entries e ei
 Decisions:
 
 * **Teacher support** (``w_support``): ``"exact"`` (default) puts the ``k_w`` non-zeros on
-  a uniformly random support of exactly that size, as the spec says; ``"bernoulli"``
+  a uniformly random support of exactly that size (docs/studies/price_linear.md,
+  "Definitions", teacher sparsity); ``"bernoulli"``
   uses a Bernoulli(k_w/d) mask like the paper's App. F.1 ("expected number of non-zero
   entries"), redrawn if it comes out empty (probability ~ e^{-k_w}).
 * **<w*, x> = 0** (no label): such points are *rejected and resampled* -- the data are

@@ -1,4 +1,5 @@
-"""The three things the figures took from seaborn, in matplotlib + numpy alone.
+"""The three things the figures took from seaborn, in matplotlib + numpy alone, and the
+colours and bands the studies' figures share.
 
 ``import seaborn`` costs more CPU than matplotlib and pandas together (it imports
 scipy.stats), and every figure job paid it for a style, a palette and a heatmap. These are
@@ -13,6 +14,7 @@ import matplotlib
 import matplotlib.colors
 import matplotlib.style
 import numpy as np
+import pandas as pd
 
 STYLES = ("white", "whitegrid", "darkgrid", "ticks")
 # one colour per supervision; a model named by its kind's label instead (capability ``label``
@@ -24,6 +26,17 @@ LABELLED = "tab:green"
 def label_color(label: str) -> str:
     """The colour of a curve labelled by a supervision or by a model kind's label."""
     return SUPERVISION_COLORS.get(label, LABELLED)
+
+
+def mean_band(values: pd.Series, how: str) -> tuple[float, float, float]:
+    """(mean, low, high) of the band drawn around a mean over seeds: ``how`` ``minmax`` is
+    the range, anything else (a study's ``plots.spread``: ``sd``) one sample standard
+    deviation either side (0 for a single value)."""
+    m = values.mean()
+    if how == "minmax":
+        return m, values.min(), values.max()
+    s = values.std(ddof=1) if len(values) > 1 else 0.0
+    return m, m - s, m + s
 
 
 def set_style(style: str) -> None:

@@ -4,7 +4,13 @@ accuracy vs radius against a robust reference (each binary readout of the k-clas
 ``readouts``), margin vs input gradient per test point, and the critical-radius sweeps over
 dataset keys (``scaling.sweeps``: the datasets ``<base>@<key>=<value>``, attack grid
 ``scaling``).
-Rules: ``rules/fa.smk`` (+ the generic network rules)."""
+Rules: ``rules/fa.smk`` (+ the generic network rules).
+
+The study's code is this package: its planning and checks (here), :mod:`.claims` (+
+:mod:`.claims_scaling`), :mod:`.scaling` (the sweeps' table and slopes), :mod:`.plots` (its
+figures) and :mod:`.margin_gradient_figure`. The math it reads is shared:
+:mod:`ibrobust.analysis.decomposition`, :mod:`~ibrobust.analysis.cosines`,
+:mod:`~ibrobust.analysis.margin_gradient`, :mod:`~ibrobust.analysis.robustness`."""
 
 from __future__ import annotations
 

@@ -2,7 +2,11 @@
 2-class vs k-class supervision, robust accuracy on a radius grid per dataset and a summary
 at the paper's report radii. One part, the study itself (its radii by dataset); a k-class
 model is judged by its binary readout (the defaults of ``parts`` and ``task``). Rules:
-``rules/fa_images.smk`` (+ the generic network rules)."""
+``rules/fa_images.smk`` (+ the generic network rules).
+
+The study's code is this package: planning and checks (here), :mod:`.claims`,
+:mod:`.tables` (the summary beside the paper's numbers) and :mod:`.plots`; the cosine
+heatmaps are the shared :mod:`ibrobust.plotting.cosines`."""
 
 from __future__ import annotations
 

@@ -3,7 +3,14 @@ homogeneous net (Lyu & Li, ICLR 2020), and what that buys in robustness. One tra
 per (dataset, model, seed) with the loss-based learning rate (checkpoints + per-epoch
 history), one robustness job per run (every checkpoint), figures and a summary beside the
 paper's checkpoint table. It trains through its own rules (``rules/margin.smk``), not the
-generic network rules (no ``parts``); the datasets come from the generic dataset rule."""
+generic network rules (no ``parts``); the datasets come from the generic dataset rule.
+
+The study's code is this package: planning and checks (here), :mod:`.claims`,
+:mod:`.experiment` (a run's data, net, training config and per-point robustness: the
+torch jobs), :mod:`.tables` (its numbers from the outputs, beside the paper's) and
+:mod:`.plots`. The math is shared: :mod:`ibrobust.analysis.margin` (margins, the loss in
+log space), :mod:`~ibrobust.analysis.lipschitz` (the certificate),
+:mod:`ibrobust.training.margin` (the loss-based learning rate)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,15 @@
 two halves, each a cross product of its own: ``synthetic`` (orthogonal clusters at noise
 levels alpha: datasets ``<base>@alpha=<value>``; robust accuracy, neuron alignment, distances
 to the ideal classifiers) and ``mnist`` (Table 1, radii by norm). The default target builds
-the synthetic half only (the MNIST half needs the dataset). Rules: ``rules/prelu.smk``."""
+the synthetic half only (the MNIST half needs the dataset). Rules: ``rules/prelu.smk``.
+
+The study's code is this package: planning and checks (here), :mod:`.claims`,
+:mod:`.experiment` (the synthetic half's per-run analysis job: alignment and distances of
+a trained net), :mod:`.tables` (the summary over runs and Table 1 beside the paper's and
+the official models' numbers), :mod:`.plots` and :mod:`.radii` (the theorems' reference
+radii, torch-free). The rest is shared: :mod:`ibrobust.models.prelu` (the model kind),
+:mod:`ibrobust.training.prelu` (its trainer) and :mod:`ibrobust.analysis.prelu` (ideal
+classifiers, scale-invariant distance, neuron alignment)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,15 @@ and GD on diagonal nets (Tsilivis et al., NeurIPS 2024, Sec. 5.1): regimes (teac
 datasets) x n x algorithms, every draw x eps fraction in one job. It trains through its own
 rules (``rules/price_linear.smk``), not the generic network rules (no ``parts``): datasets
 of layout ``draws`` (the study draws each n's training sets) and optimizers of linear
-models."""
+models.
+
+The study's code is this package: planning and checks (here), :mod:`.claims`,
+:mod:`.algorithms` (which robust-ERM algorithm an optimizer runs, labels, metric names;
+torch-free), :mod:`.experiment` (one job's problems, training and metrics), :mod:`.tables`
+(across jobs: cosines, gap differences, the summary) and :mod:`.plots`. The math is shared:
+:mod:`ibrobust.data.teacher` (the draws), :mod:`ibrobust.training.robust_erm`,
+:mod:`ibrobust.analysis.linear_margin` (exact margins, LP) and
+:mod:`~ibrobust.analysis.linear_metrics` (closed-form robust metrics of linear models)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,10 @@ robust ERM stays an optimizer setting any study can name. The final evaluation i
 generic attack rule at every training radius with the half's attack set (training PGD,
 strong PGD, APGD-CE; worst case); each run is read at its own training eps. Rules:
 ``rules/price_nn.smk``. The default target leaves the study out (it needs MNIST).
+
+The study's code is this package: planning and checks (here), :mod:`.claims`, :mod:`.rows`
+(the runs' outputs as history and final rows), :mod:`.tables` (paired GD - SD differences,
+the summary beside the paper's number) and :mod:`.plots`.
 """
 
 from __future__ import annotations

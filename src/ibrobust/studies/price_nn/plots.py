@@ -1,8 +1,8 @@
 """Figures of Study PRICE-NN (Tsilivis et al., NeurIPS 2024, Fig. 3, 7, 8 analogues).
 
 Every function takes the tidy DataFrame that is also written as the figure's CSV
-(:func:`ibrobust.experiments.price_nn_tables.history_rows` / ``final_rows`` /
-``paired_differences``), so a figure can be redrawn from its CSV alone. Accuracies are
+(:func:`ibrobust.studies.price_nn.rows.history_rows` / ``final_rows``,
+:func:`ibrobust.studies.price_nn.tables.paired_differences`), so a figure can be redrawn from its CSV alone. Accuracies are
 drawn in percent.
 """
 

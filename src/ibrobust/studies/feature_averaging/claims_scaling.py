@@ -1,7 +1,7 @@
 """Study FA's scaling-sweep claims (kind ``feature_averaging``): the 2-class net's critical
 radius against k at fixed d and against d at fixed k, from
 ``results/<study>/figures/critical_radius_scaling.csv`` (source ``scaling`` of
-:mod:`ibrobust.claims.feature_averaging`)."""
+:mod:`ibrobust.studies.feature_averaging.claims`)."""
 
 from __future__ import annotations
 

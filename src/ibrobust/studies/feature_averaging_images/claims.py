@@ -1,11 +1,11 @@
-"""Claims of Study FA-IMAGES (Li et al., ICLR 2025, Fig. 2/3; SPEC.md "Study FA-IMAGES"),
-kind ``feature_averaging_images``.
+"""Claims of Study FA-IMAGES (Li et al., ICLR 2025, Fig. 2/3; docs/studies/fa_images.md,
+"Claims"), kind ``feature_averaging_images``.
 
 Our numbers come from ``results/<study>/figures/robust_accuracy_vs_radius.csv`` (the
 robust-accuracy figure's data: one row per run, readout, attack and radius): per seed, the
 k-class net's worst-case robust accuracy minus the 2-class net's at a report radius (both
 trained and attacked on that seed's data subset and test points), with a t interval over
-seeds. ``summary.csv`` (:func:`ibrobust.experiments.fa_images.summary_table`) is checked
+seeds. ``summary.csv`` (:func:`ibrobust.studies.feature_averaging_images.tables.summary_table`) is checked
 as before (the worst case is the smallest). The column mapping is :data:`SOURCES` and the
 constants below.
 """
@@ -26,7 +26,7 @@ from ibrobust.claims.core import (
     at_least,
     not_above,
 )
-from ibrobust.experiments.fa_images import PAPER_ROBUST_ACC
+from ibrobust.studies.feature_averaging_images.tables import PAPER_ROBUST_ACC
 
 SUPERVISION = "supervision"
 BINARY, MULTICLASS = "binary", "multiclass"

@@ -1,4 +1,5 @@
-"""Figures of the feature-averaging study (Li et al., ICLR 2025, Figs. 1-3 analogues).
+"""Figures of the feature-averaging study (Li et al., ICLR 2025, Figs. 1-3 analogues); the cosine
+heatmaps, which any network study can list, are :mod:`ibrobust.plotting.cosines`.
 
 Every function takes the tidy DataFrame that the workflow also writes as the figure's
 CSV, so a figure can be redrawn from its CSV alone.
@@ -17,69 +18,21 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ibrobust.experiments.fa_scaling import loglog_slope  # noqa: E402
 from ibrobust.plotting.style import (  # noqa: E402
     SUPERVISION_COLORS,
-    heatmap,
     label_color,
+    mean_band,
     set_style,
 )
+from ibrobust.studies.feature_averaging.scaling import loglog_slope  # noqa: E402
 
 COMBO = ["dataset", "model", "optimizer"]
-PALETTE = SUPERVISION_COLORS  # a curve of a model kind's label: label_color
 
 
 def _labels(df: pd.DataFrame, model_labels: Mapping[str, str | None]) -> list[str]:
     """Each row's curve: its model's kind label (e.g. the robust reference), else its
     supervision."""
     return [model_labels.get(m) or s for m, s in zip(df.model, df.supervision, strict=True)]
-
-
-def cosine_heatmaps(df: pd.DataFrame, cmap: str = "RdBu_r", style: str = "whitegrid") -> plt.Figure:
-    """Neurons x features cos(w_r, mu_j), one panel per (dataset/model/optimizer, supervision)."""
-    set_style(style)
-    panels = list(df.groupby(COMBO + ["supervision"], sort=False))
-    ncol = len(panels)
-    fig, axes = plt.subplots(1, ncol, figsize=(4.2 * ncol, 5.0), squeeze=False)
-    for ax, (key, g) in zip(axes[0], panels, strict=True):
-        mat = g.pivot_table(
-            index=["head", "neuron"], columns="feature", values="cosine"
-        ).sort_index()
-        heatmap(
-            mat.to_numpy(),
-            ax=ax,
-            cmap=cmap,
-            vmin=-1,
-            vmax=1,
-            cbar=ax is axes[0][-1],
-            xticklabels=[
-                f"{j}{'+' if s > 0 else '-'}"
-                for j, s in g.groupby("feature")["feature_sign"].first().items()
-            ],
-            yticklabels=False,
-        )
-        same = g[g.head_sign == g.feature_sign].cosine.mean()
-        ax.set_title(f"{key[-1]} supervision\n{key[0]}: same-class mean cos {same:.2f}", fontsize=9)
-        source = g["features"].iloc[0] if "features" in g else "cluster means"
-        ax.set_xlabel(
-            "feature mu_j (J+ marked +)"
-            if source == "cluster means"
-            else "class j: centred mean embedding (J+ marked +)"
-        )
-        ax.set_ylabel(
-            "head (logit) rows" if source != "cluster means" else "neurons, grouped by head"
-        )
-        heads = mat.index.get_level_values(0)
-        for b in np.nonzero(np.diff(heads))[0]:
-            ax.axhline(b + 1, color="k", lw=0.5)
-    images = "features" in df and (df["features"] != "cluster means").any()
-    fig.suptitle(
-        ("cos(head row h, class feature j)" if images else "cos(w_r, mu_j)")
-        + ": binary training averages a class's features; k-class training decouples them",
-        fontsize=10,
-    )
-    fig.tight_layout()
-    return fig
 
 
 def lambda_trajectories(df: pd.DataFrame, fa: pd.DataFrame, style: str = "whitegrid") -> plt.Figure:
@@ -106,7 +59,9 @@ def lambda_trajectories(df: pd.DataFrame, fa: pd.DataFrame, style: str = "whiteg
         ax.legend(fontsize=6, ncol=2)
     ax = axes[0][-1]
     for (sup, *_), g in fa.groupby(["supervision"] + COMBO, sort=False):
-        ax.plot(g.step, g.fa_index_mean, marker="o", ms=3, color=PALETTE.get(sup), label=sup)
+        ax.plot(
+            g.step, g.fa_index_mean, marker="o", ms=3, color=SUPERVISION_COLORS.get(sup), label=sup
+        )
     ax.set_xscale("log")
     ax.set_ylim(-0.05, 1.05)
     ax.set_xlabel("GD step")
@@ -115,14 +70,6 @@ def lambda_trajectories(df: pd.DataFrame, fa: pd.DataFrame, style: str = "whiteg
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
-
-
-def _spread(g: pd.Series, how: str) -> tuple[float, float, float]:
-    m = g.mean()
-    if how == "minmax":
-        return m, g.min(), g.max()
-    s = g.std(ddof=1) if len(g) > 1 else 0.0
-    return m, m - s, m + s
 
 
 def robust_curves(
@@ -158,7 +105,7 @@ def robust_curves(
 def _robust_row(axes, df: pd.DataFrame, d: int, k: int, spread: str) -> None:
     worst = df[df.attack == "worst"]
     for lab, g in worst.groupby("label", sort=False):
-        stats = np.array([_spread(gg.robust_acc, spread) for _, gg in g.groupby("eps")])
+        stats = np.array([mean_band(gg.robust_acc, spread) for _, gg in g.groupby("eps")])
         eps = np.array(sorted(g.eps.unique()))
         axes[0].plot(eps, stats[:, 0], marker="o", ms=3, color=label_color(lab), label=lab)
         axes[0].fill_between(eps, stats[:, 1], stats[:, 2], color=label_color(lab), alpha=0.2)

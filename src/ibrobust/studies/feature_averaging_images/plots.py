@@ -12,8 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ibrobust.plotting.fa import PALETTE, _spread  # noqa: E402
-from ibrobust.plotting.style import set_style  # noqa: E402
+from ibrobust.plotting.style import SUPERVISION_COLORS, mean_band, set_style  # noqa: E402
 
 LABEL = {"binary": "2-class training", "multiclass": "k-class training"}
 
@@ -34,8 +33,8 @@ def robust_curves_by_dataset(
         d = df[(df.dataset == ds) & (df.readout == ro)]
         for sup, g in d[d.attack == "worst"].groupby("supervision", sort=False):
             eps = np.array(sorted(g.eps.unique()))
-            stats = np.array([_spread(g[g.eps == e].robust_acc, spread) for e in eps])
-            color = PALETTE.get(sup)
+            stats = np.array([mean_band(g[g.eps == e].robust_acc, spread) for e in eps])
+            color = SUPERVISION_COLORS.get(sup)
             row[0].plot(eps, stats[:, 0], marker="o", ms=3, color=color, label=LABEL.get(sup, sup))
             row[0].fill_between(eps, stats[:, 1], stats[:, 2], color=color, alpha=0.2)
         attacks = [a for a in dict.fromkeys(d.attack) if a != "worst"]
@@ -45,7 +44,7 @@ def robust_curves_by_dataset(
                 mean.index,
                 mean.values,
                 ls=ls[attacks.index(att) % len(ls)],
-                color=PALETTE.get(sup),
+                color=SUPERVISION_COLORS.get(sup),
                 label=f"{LABEL.get(sup, sup)}: {att}",
             )
         for ax in row:

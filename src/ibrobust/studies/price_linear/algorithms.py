@@ -1,7 +1,7 @@
 """Study PRICE-LIN's names, without torch: which robust-ERM algorithm an ``optimizers``
 registry entry runs (its kind's module says: ``algorithm``), its figure label, a teacher
 regime's label and the metrics' names. The training glue
-(:mod:`ibrobust.experiments.price_linear`) and the claims ledger (which runs in the Snakemake
+(:mod:`ibrobust.studies.price_linear.experiment`) and the claims ledger (which runs in the Snakemake
 process and in a torch-free job) both import them from here."""
 
 from __future__ import annotations

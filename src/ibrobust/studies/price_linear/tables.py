@@ -1,4 +1,4 @@
-"""Study PRICE-LIN across jobs (:mod:`ibrobust.experiments.price_linear`): cosines between
+"""Study PRICE-LIN across jobs (:mod:`ibrobust.studies.price_linear.experiment`): cosines between
 the algorithms' solutions, paired gap differences, means over draws and the summary table.
 
 Gaps are accuracy differences train - test (>= 0 when the model overfits).
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ibrobust.experiments.price_linear_algorithms import METRICS
+from ibrobust.studies.price_linear.algorithms import METRICS
 
 
 def cosine(a: ArrayLike, b: ArrayLike) -> np.ndarray:

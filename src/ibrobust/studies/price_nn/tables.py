@@ -1,5 +1,5 @@
 """Study PRICE-NN's tables: the paired GD - SD differences of the final rows of
-:mod:`ibrobust.experiments.price_nn` and the summary beside the paper's numbers."""
+:mod:`ibrobust.studies.price_nn.rows` and the summary beside the paper's numbers."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ibrobust.experiments.price_nn import PAPER_FC_SD_MINUS_GD
-from ibrobust.plotting.price_nn import fc_table
+from ibrobust.studies.price_nn.plots import fc_table
+from ibrobust.studies.price_nn.rows import PAPER_FC_SD_MINUS_GD
 
 # a cell compares the algorithms' implicit bias only where both fit the training set (the
 # paper's runs are at 100 % robust train accuracy): every run's final robust train accuracy

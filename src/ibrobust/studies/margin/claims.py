@@ -1,7 +1,8 @@
-"""Claims of Study MARGIN (Lyu & Li, ICLR 2020; SPEC.md "Study MARGIN"), kind ``margin``.
+"""Claims of Study MARGIN (Lyu & Li, ICLR 2020; docs/studies/margin.md, "Claims"), kind
+``margin``.
 
 Sources: ``results/<study>/figures/summary.csv``
-(:func:`ibrobust.experiments.margin_report.summary_table`, one row per run and checkpoint;
+(:func:`ibrobust.studies.margin.tables.summary_table`, one row per run and checkpoint;
 run-level numbers repeated on each row: ``sep_*`` = after the data is fit, ``cert_*`` = the
 certificate check, ``min_log10_loss``) and ``points.csv`` (every run's per-point minimal
 distances, the smallest over the attacks, and certificates). Run-level numbers get a t

@@ -16,10 +16,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ibrobust.analysis.prelu_radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius  # noqa: E402
-from ibrobust.experiments.prelu import OFFICIAL_PRETRAINED, PAPER_TABLE1  # noqa: E402
-from ibrobust.plotting.fa import _spread  # noqa: E402
-from ibrobust.plotting.style import color_palette, heatmap, set_style  # noqa: E402
+from ibrobust.plotting.style import color_palette, heatmap, mean_band, set_style  # noqa: E402
+from ibrobust.studies.prelu.radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius  # noqa: E402
+from ibrobust.studies.prelu.tables import OFFICIAL_PRETRAINED, PAPER_TABLE1  # noqa: E402
 
 TASK_LABEL = {"binary": "2-class", "multiclass": "10-class"}
 NORM_TITLE = {"linf": "l_inf", "l2": "l2", "l1": "l1"}
@@ -92,7 +91,7 @@ def robust_accuracy_by_alpha(
     for ax, (key, g) in zip(axes.flat, panels, strict=False):
         for a, ga in g.groupby("alpha", sort=True):
             eps = np.array(sorted(ga.eps.unique()))
-            stats = np.array([_spread(ga[ga.eps == e].robust_acc, spread) for e in eps])
+            stats = np.array([mean_band(ga[ga.eps == e].robust_acc, spread) for e in eps])
             ax.plot(
                 eps, stats[:, 0], marker="o", ms=2.5, lw=1.2, color=colors[a], label=f"alpha {a:g}"
             )
@@ -211,7 +210,7 @@ def _single_centre_fractions(ax, df: pd.DataFrame, figure_alpha: float, spread: 
     colors = p_colors(frac.p.unique())
     for i, ((p, model), g) in enumerate(frac.groupby(["p", "model"], sort=True)):
         alphas = np.array(sorted(g.alpha.unique()))
-        stats = np.array([_spread(g[g.alpha == a].frac_single, spread) for a in alphas])
+        stats = np.array([mean_band(g[g.alpha == a].frac_single, spread) for a in alphas])
         label = f"p = {p:g} ({model})"
         ax.plot(alphas, stats[:, 0], color=colors[float(p)], label=label, **_series_style(i))
         ax.fill_between(alphas, stats[:, 1], stats[:, 2], color=colors[float(p)], alpha=0.15)
@@ -240,7 +239,7 @@ def ideal_distances(df: pd.DataFrame, spread: str = "sd", style: str = "whitegri
     ):
         for i, ((p, model), g) in enumerate(df.groupby(["p", "model"], sort=True)):
             alphas = np.array(sorted(g.alpha.unique()))
-            stats = np.array([_spread(g[g.alpha == a][col], spread) for a in alphas])
+            stats = np.array([mean_band(g[g.alpha == a][col], spread) for a in alphas])
             label = f"p = {p:g} ({model})"
             ax.plot(alphas, stats[:, 0], color=colors[float(p)], label=label, **_series_style(i))
             ax.fill_between(alphas, stats[:, 1], stats[:, 2], color=colors[float(p)], alpha=0.15)

@@ -1,5 +1,5 @@
 """The reference radii of Study PRELU (Min & Vidal, ICML 2024), without torch: figure,
-table and ledger jobs import them from here (``ibrobust.analysis.prelu`` re-exports them)."""
+table and ledger jobs import them from here."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""Claims of Study PRICE-LIN (Tsilivis, Frank, Srebro, Kempe, NeurIPS 2024, Sec. 5.1; SPEC.md
-"Study PRICE-LIN"), kind ``price_linear``.
+"""Claims of Study PRICE-LIN (Tsilivis, Frank, Srebro, Kempe, NeurIPS 2024, Sec. 5.1;
+docs/studies/price_linear.md, "Claims"), kind ``price_linear``.
 
 Our numbers come from ``results/<study>/figures/gap_vs_n.csv`` (every trained problem:
 dataset, optimizer, n, draw, eps_fraction, train / test robust accuracy; written by the
 gap figure): a difference of two algorithms' robust gaps is paired by dataset draw (the
 same training set) and averaged over n, one value per draw, with a t interval over draws.
-``summary.csv`` (:func:`ibrobust.experiments.price_linear_tables.mean_over_draws`) is
+``summary.csv`` (:func:`ibrobust.studies.price_linear.tables.mean_over_draws`) is
 checked as before. The column mapping is :data:`SOURCES` and the constants below.
 """
 
@@ -26,7 +26,7 @@ from ibrobust.claims.core import (
     at_least,
     at_most,
 )
-from ibrobust.experiments.price_linear_algorithms import algorithm_of
+from ibrobust.studies.price_linear.algorithms import algorithm_of
 
 GAP = "robust_gap"
 MEAN, STD = "{}_mean", "{}_std"

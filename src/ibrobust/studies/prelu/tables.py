@@ -4,13 +4,15 @@ beside the paper's numbers.
 
 Synthetic half (:func:`synthetic_summary`): per run the robust accuracy (critical radius,
 accuracy at the reference radii 1/sqrt(K) and sqrt(2)/2), the neuron alignment and the
-distances to the ideal classifiers (per run: :func:`ibrobust.analysis.prelu.run_analysis`).
+distances to the ideal classifiers (per run:
+:func:`ibrobust.studies.prelu.experiment.run_analysis`).
 
 MNIST half (:func:`table1`): robust accuracy of each model at the radii of the paper's
 Table 1 (l_inf 0.05, 0.1; l2 1, 2; l1 5, 10) and its clean accuracy, beside the paper's
 p = 1 and p = 4 numbers (:data:`PAPER_TABLE1`) and those of the official pretrained models
-(:data:`OFFICIAL_PRETRAINED`, SPEC.md), with the AutoAttack version each number comes from.
-Both reference sets are 10-class models: the table's 2-class rows have none.
+(:data:`OFFICIAL_PRETRAINED`; both in docs/studies/prelu.md, "The paper's numbers"), with the
+AutoAttack version each number comes from. Both reference sets are 10-class models: the
+table's 2-class rows have none.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ibrobust.analysis.prelu_radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
 from ibrobust.kinds import MODELS
+from ibrobust.studies.prelu.radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
 
 # (norm, radius) columns of the paper's Table 1, in its order
 TABLE1_COLUMNS: list[tuple[str, float]] = [
@@ -34,7 +36,7 @@ TABLE1_COLUMNS: list[tuple[str, float]] = [
     ("l1", 10.0),
 ]
 # Min & Vidal Table 1 (10-class MNIST, width 500, AutoAttack APGD-CE): robust accuracy of
-# the p = 1 (ReLU) and p = 4 nets (SPEC.md)
+# the p = 1 (ReLU) and p = 4 nets (docs/studies/prelu.md, "Table 1")
 PAPER_TABLE1: dict[tuple[str, float], dict[int, float]] = {
     ("linf", 0.05): {1: 0.512, 4: 0.913},
     ("linf", 0.1): {1: 0.040, 4: 0.637},
@@ -44,7 +46,8 @@ PAPER_TABLE1: dict[tuple[str, float], dict[int, float]] = {
     ("l1", 10.0): {1: 0.098, 4: 0.402},
 }
 # The official pretrained 10-class pReLU MNIST models (width 500) under AutoAttack's standard
-# APGD-CE on the paper's test split (MNIST training images 50000-59999), SPEC.md: p -> column
+# APGD-CE on the paper's test split (MNIST training images 50000-59999), docs/studies/prelu.md
+# "Official pretrained models": p -> column
 OFFICIAL_PRETRAINED: dict[int, dict[Any, float]] = {
     1: {"clean": 0.982, ("linf", 0.05): 0.521, ("linf", 0.1): 0.043, ("l2", 1.0): 0.312,
         ("l2", 2.0): 0.009, ("l1", 5.0): 0.503, ("l1", 10.0): 0.106},
@@ -296,11 +299,11 @@ def table1_markdown(table: pd.DataFrame) -> str:
     out = [
         "# Study PRELU, MNIST: Table 1 of Min & Vidal (ICML 2024) beside ours",
         "",
-        "Cell = ours / paper (Table 1, p = 1 and p = 4) / official pretrained model (SPEC.md, "
-        "standard AutoAttack APGD-CE on MNIST training images 50000-59999). Both references "
-        "are 10-class models. Ours: mean over seeds of the worst case over the grid's "
-        "attacks; `clean` is on the full test split, robust columns on the first n_points "
-        "test points.",
+        "Cell = ours / paper (Table 1, p = 1 and p = 4) / official pretrained model "
+        "(docs/studies/prelu.md, standard AutoAttack APGD-CE on MNIST training images "
+        "50000-59999). Both references are 10-class models. Ours: mean over seeds of the "
+        "worst case over the grid's attacks; `clean` is on the full test split, robust "
+        "columns on the first n_points test points.",
         "",
     ]
     for (ds, task), g in table.groupby(["dataset", "task"], sort=False):

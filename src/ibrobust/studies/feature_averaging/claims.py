@@ -1,4 +1,4 @@
-"""Claims of Study FA (Li, Pan, Lyu, Li, ICLR 2025; SPEC.md "Study FA"), kind
+"""Claims of Study FA (Li, Pan, Lyu, Li, ICLR 2025; docs/studies/fa.md, "Claims"), kind
 ``feature_averaging``. Our numbers come from ``results/<study>/figures/summary.csv`` (one row
 per run, readout and seed; fa_index / residual_max only with two-layer nets) and
 ``critical_radius_scaling.csv``; column mapping: :data:`SOURCES` (the one place to adapt).
@@ -24,8 +24,8 @@ from ibrobust.claims.core import (
     not_above,
     restricted,
 )
-from ibrobust.claims.feature_averaging_scaling import scaling_claims
 from ibrobust.kinds import MODELS
+from ibrobust.studies.feature_averaging.claims_scaling import scaling_claims
 
 # ---- column mapping (summary.csv) ----
 SETTING = "setting"  # binary | multiclass | the reference's label

@@ -14,7 +14,7 @@ single vectorised :func:`~ibrobust.training.robust_erm.train_robust_erm` call:
 * :func:`erm_config` maps an ``optimizers`` registry entry plus the study's (shared)
   stopping rule to a :class:`~ibrobust.training.robust_erm.RobustERMConfig`;
 * :func:`metrics_table` evaluates the B solutions in closed form (one row per problem);
-* :mod:`ibrobust.experiments.price_linear_tables` compares algorithms across jobs
+* :mod:`ibrobust.studies.price_linear.tables` compares algorithms across jobs
   (cosines, gap differences, the summary table).
 
 Gaps are accuracy differences train - test (>= 0 when the model overfits): the robust gap
@@ -43,7 +43,7 @@ from ibrobust.data.teacher import (  # noqa: F401  (re-exported: the study's dat
     sample_train_draws,
     teacher_config,
 )
-from ibrobust.experiments.price_linear_algorithms import (  # noqa: F401  (re-exported)
+from ibrobust.studies.price_linear.algorithms import (  # noqa: F401  (re-exported)
     ALGORITHM_LABEL,
     METRICS,
     algorithm_label,

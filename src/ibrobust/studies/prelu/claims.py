@@ -1,9 +1,10 @@
-"""Claims of Study PRELU (Min & Vidal, ICML 2024; SPEC.md "Study PRELU"), kind ``prelu``.
+"""Claims of Study PRELU (Min & Vidal, ICML 2024; docs/studies/prelu.md, "Claims"), kind
+``prelu``.
 
 Synthetic half: ``results/<study>/figures/summary.csv``
-(:func:`ibrobust.experiments.prelu.synthetic_summary`, one row per run and seed), judged at
+(:func:`ibrobust.studies.prelu.tables.synthetic_summary`, one row per run and seed), judged at
 the study's figure noise level. MNIST half: ``table1.csv``
-(:func:`ibrobust.experiments.prelu.table1`, one row per model and Table-1 column with the
+(:func:`ibrobust.studies.prelu.tables.table1`, one row per model and Table-1 column with the
 mean and std over seeds). The column mapping is :data:`SOURCES` and the constants below.
 """
 
@@ -14,7 +15,6 @@ from functools import partial
 
 import pandas as pd
 
-from ibrobust.analysis.prelu_radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
 from ibrobust.claims.core import (
     Claim,
     Column,
@@ -27,7 +27,8 @@ from ibrobust.claims.core import (
     between,
 )
 from ibrobust.claims.intervals import newcombe
-from ibrobust.experiments.prelu import PAPER_TABLE1, TABLE1_COLUMNS, column_name
+from ibrobust.studies.prelu.radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
+from ibrobust.studies.prelu.tables import PAPER_TABLE1, TABLE1_COLUMNS, column_name
 
 RADIUS = "critical_radius"  # 50 % point of the worst case over attacks; NaN: off the grid
 SOURCES: dict[str, Source] = {

@@ -17,16 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ibrobust.plotting.style import color_palette  # noqa: E402
+from ibrobust.studies.margin.tables import PAPER_TABLE  # noqa: E402
 
 NORM_TITLE = {"l2": "l2", "linf": "l_inf"}
-PAPER_TABLE = pd.DataFrame(  # Lyu & Li (2020), models 1-5 (the seeds' "Robustness" table)
-    {
-        "name": ["model-1", "model-2", "model-3", "model-4", "model-5"],
-        "epoch": [38, 75, 107, 935, 10000],
-        "log10_train_loss": [-10.04, -15.12, -20.07, -120.01, -881.51],
-        "normalized_margin": [5.65e-5, 9.50e-5, 1.30e-4, 4.61e-4, 1.18e-3],
-    }
-)
 
 
 def checkpoint_colors(names) -> dict[str, tuple]:

@@ -1,9 +1,9 @@
 """Study FA-IMAGES glue: the summary table and the paper's numbers to compare with.
 
 Li, Pan, Lyu, Li (ICLR 2025), Fig. 2/3 (ResNet-18, l2 PGD, robust accuracy of the binary
-task in %, read off the figure; SPEC.md): MNIST parity at radius 1.2: ~80 (10-class
-training) vs ~58 (2-class); 1.6: ~56 vs ~24. CIFAR-10 first-5-vs-last-5 at 0.4: ~79 vs
-~67.5; 0.8: 43.5 vs 31.
+task in %, read off the figure; docs/studies/fa_images.md, "The paper's numbers"): MNIST
+parity at radius 1.2: ~80 (10-class training) vs ~58 (2-class); 1.6: ~56 vs ~24. CIFAR-10
+first-5-vs-last-5 at 0.4: ~79 vs ~67.5; 0.8: 43.5 vs 31.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Claims of Study PRICE-NN (Tsilivis et al., NeurIPS 2024, Sec. 5.2; SPEC.md "Study
-PRICE-NN"), kind ``price_nn``.
+"""Claims of Study PRICE-NN (Tsilivis et al., NeurIPS 2024, Sec. 5.2; docs/studies/price_nn.md,
+"Claims"), kind ``price_nn``.
 
 Our numbers come from ``results/<study>/figures/summary.csv``
-(:func:`ibrobust.experiments.price_nn.study_tables`): one row per (arch, eps, n, metric)
+(:func:`ibrobust.studies.price_nn.tables.study_tables`): one row per (arch, eps, n, metric)
 with the paired difference of two algorithms in accuracy points (FC: ``sd-gd``; CNN:
 ``gd-sd``), its mean, sd and the per-seed values. Robust accuracy is the worst case of the
 final attack set at the training eps (``robust_test_acc_worst``).

@@ -139,7 +139,7 @@ def gap_difference_heatmap(
     ``labels`` maps optimizer names to display names.
 
     ``table``: columns dataset, eps_fraction, difference (as from
-    :func:`ibrobust.experiments.price_linear.gap_difference`). Positive (red) = the second
+    :func:`ibrobust.studies.price_linear.tables.gap_difference`). Positive (red) = the second
     algorithm generalises better.
     """
     set_style(style)

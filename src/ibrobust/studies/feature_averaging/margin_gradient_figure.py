@@ -1,4 +1,5 @@
-"""Figure of the margin-vs-gradient view (:mod:`ibrobust.analysis.margin_gradient`).
+"""Study FA's figure of the margin-vs-gradient view (rule ``fa_margin_gradient``; the per-point
+numbers are :mod:`ibrobust.analysis.margin_gradient`, shared).
 
 Takes the tidy per-point table the workflow also writes as the figure's CSV (columns
 ``label``, ``readout``, ``seed`` and :data:`~ibrobust.analysis.margin_gradient.POINT_COLUMNS`).
