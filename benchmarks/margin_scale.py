@@ -11,7 +11,7 @@ the paper's thresholds (models 1-4: log10 L = -10, -15, -20, -120) and -300.
 
 Per cell it appends one JSON record to ``OUT/cells.jsonl`` (and writes the per-epoch
 history and the checkpoints beside it); ``--table`` turns the records into the markdown
-tables of ``/work/notes/issue26-margin.md``: log10 L reached, accepted / redone epochs,
+tables of docs/results.md (Study MARGIN at scale): log10 L reached, accepted / redone epochs,
 CPU s in all and per attempted epoch, and per checkpoint the epoch, the CPU s to reach it
 and the normalized margin q_min / rho^4 there, train / test accuracy at the end, and for a
 cell that stopped at its budget the CPU s the last quarter's rate projects to -120 / -300.
@@ -45,7 +45,7 @@ import torch
 
 from ibrobust.analysis.margin import eval_logits
 from ibrobust.data.registry import make_dataset
-from ibrobust.experiments.margin import (
+from ibrobust.studies.margin.experiment import (
     MarginRobustConfig,
     build_net,
     checkpoint_robustness,

@@ -13,8 +13,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # spelled in pieces so that this file does not match itself
 OUTSIDE_DOCS = ("SPEC" + ".md", "shared" + "/seeds")
 ABSOLUTE = "/" + "work" + "/"
-# README.md is checked for OUTSIDE_DOCS once its rewrite is merged
-NOT_YET = {"README.md"}
 
 
 def tracked_files() -> list[str]:
@@ -42,7 +40,7 @@ def mentions(files: list[str], needles: tuple[str, ...]) -> list[str]:
 def test_tracked_files_cite_no_outside_document_and_no_local_path():
     files = tracked_files()
     assert "Snakefile" in files and "README.md" in files  # the listing is the repository's
-    outside = mentions([f for f in files if f not in NOT_YET], OUTSIDE_DOCS)
+    outside = mentions(files, OUTSIDE_DOCS)
     hint = "cite docs/studies/<study>.md (file and section) instead"
     assert not outside, hint + ":\n" + "\n".join(outside)
     local = mentions(files, (ABSOLUTE,))
