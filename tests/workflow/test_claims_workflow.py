@@ -69,7 +69,7 @@ def test_ledger_builds_from_the_summaries_and_reruns_alone_on_a_claim_edit(state
         return parse_dry_run(snakemake(state_copy, "-n", "claims", snakefile=snakefile, env=env))
 
     assert plan().nothing_to_do
-    path = repo_copy.parent / "src" / "ibrobust" / "claims" / "prelu.py"
+    path = repo_copy.parent / "src" / "ibrobust" / "studies" / "prelu" / "claims.py"
     path.write_text(path.read_text() + "\n# edited by tests/workflow\n")
     after = plan()
     assert after.stats == Counter(claims=1)
