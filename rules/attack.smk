@@ -3,7 +3,7 @@
 # binary readout is the same score, and models judged on their fine labels);
 # `attack_readouts_<study>` (one rule per study with `readouts`) reads a k-class model through
 # every readout of its study's list in one job per (model, grid): an attack aiming at the fine
-# labels (its kind's x-policy, ibrobust.attacks.suite.shared_across_readouts) runs once and is
+# labels (its kind's x-kind capabilities, ibrobust.attacks.suite.shared_across_readouts) runs once and is
 # judged under every readout, the others once per readout; one table and summary per readout
 # (attack/<grid>/<readout>/), so the readers are those of the per-readout jobs before. The job
 # depends on the set of readouts: adding or dropping one reruns it (all readouts); reordering

@@ -95,6 +95,41 @@ def test_channels_last_cnn_is_the_same_function_in_nhwc():
     torch.testing.assert_close(back(x), z1)
 
 
+def relu_then_pool(net, x):
+    """The textbook conv-ReLU-pool order on the net's own layers (the reference the pooled-
+    first body must equal bit for bit)."""
+    z = (x - net.mean) / net.std
+    convs = [m for m in net.body if isinstance(m, torch.nn.Conv2d)]
+    for conv in convs:
+        z = torch.nn.functional.max_pool2d(torch.relu(conv(z)), 2)
+    return net.head(net.body[len(convs) * 3 :](z))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cnn_pools_before_its_relu_and_is_the_conv_relu_pool_net_bit_for_bit(dtype):
+    """max and ReLU commute exactly, and the gradient reaches the same entry: logits, input
+    gradient and every parameter gradient equal the conv-ReLU-pool order's to the bit (about
+    half the conv outputs are negative, so the ReLU's zeros and the pool's ties are hit)."""
+    ctx = BuildContext((3, 16, 16), SIGN10, seed=5)
+    net = build_model({"kind": "cnn", "channels": [4, 6], "kernel": 3, "hidden": [8]}, ctx)
+    net = net.to(dtype)
+    assert [type(m).__name__ for m in net.body[:3]] == ["Conv2d", "MaxPool2d", "ReLU"]
+    x = torch.rand(5, 3, 16, 16, generator=torch.Generator().manual_seed(0), dtype=dtype)
+
+    def value_and_grads(forward):
+        xg = x.clone().requires_grad_(True)
+        z = forward(xg)
+        grads = torch.autograd.grad(z.logsumexp(1).sum(), [xg, *net.parameters()])
+        return [z, *grads]
+
+    ours, ref = value_and_grads(net), value_and_grads(lambda v: relu_then_pool(net, v))
+    assert len(ours) == len(ref) == 2 + len(list(net.parameters()))
+    for a, b in zip(ours, ref, strict=True):
+        assert torch.equal(a, b)
+    pre = net.body[0](x)  # the test bites: the first conv has negative outputs to clip
+    assert 0.2 < float((pre < 0).double().mean()) < 0.8
+
+
 def test_bad_settings_name_the_key():
     with pytest.raises(ValueError, match="cnn needs image inputs"):
         build_model({"kind": "cnn"}, BuildContext((20,), READOUT2, 0))

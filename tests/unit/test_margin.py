@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -40,6 +41,7 @@ from ibrobust.models.homogeneous_cnn import (
 from ibrobust.models.two_layer import TwoLayerConfig, TwoLayerFixed, init_two_layer
 from ibrobust.optim.loss_based import GROW, SHRINK, LossBasedLR, LossBasedLRConfig
 from ibrobust.seeding import torch_generator
+from ibrobust.studies.margin.experiment import build_net, run_data
 from ibrobust.training.margin import MarginTrainConfig, config_from_dict, train_margin
 
 torch.set_num_threads(1)
@@ -61,6 +63,53 @@ def test_cnn_is_4_homogeneous_in_float64(cfg):
         assert homogeneity_error(net, x, 4, c) < 1e-12
     # the wrong degree is detected: the test can fail
     assert homogeneity_error(net, x, 3, 2.9) > 0.5
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cnn_pools_before_its_relu_and_is_the_papers_net_bit_for_bit(dtype):
+    """relu(pool(conv)) is pool(relu(conv)) exactly, gradients included."""
+    net = build_homogeneous_cnn((1, 8, 8), 10, TINY, seed=0, dtype=dtype)
+    x = torch.rand(4, 1, 8, 8, generator=torch.Generator().manual_seed(2), dtype=dtype) - 0.5
+
+    def papers_order(v):
+        z = nn.functional.max_pool2d(torch.relu(net.conv1(v)), 2)
+        z = nn.functional.max_pool2d(torch.relu(net.conv2(z)), 2)
+        return net.fc2(torch.relu(net.fc1(z.flatten(1))))
+
+    def value_and_grads(forward):
+        xg = x.clone().requires_grad_(True)
+        z = forward(xg)
+        return [z, *torch.autograd.grad(z.logsumexp(1).sum(), [xg, *net.parameters()])]
+
+    for a, b in zip(value_and_grads(net), value_and_grads(papers_order), strict=True):
+        assert torch.equal(a, b)
+    assert 0.2 < float((net.conv1(x) < 0).double().mean()) < 0.8  # ReLU zeros are hit
+
+
+def test_channels_last_cnn_is_the_same_net_in_nhwc_and_float64_nets_stay_nchw():
+    nhwc_cfg = HomogeneousCNNConfig(channels=(3, 4), kernels=(3, 3), hidden=8, channels_last=True)
+    plain = build_homogeneous_cnn((1, 8, 8), 10, TINY, seed=0, dtype=torch.float32)
+    nhwc = build_homogeneous_cnn((1, 8, 8), 10, nhwc_cfg, seed=0, dtype=torch.float32)
+    assert nhwc.conv2.weight.is_contiguous(memory_format=torch.channels_last)
+    assert not plain.conv2.weight.is_contiguous(memory_format=torch.channels_last)
+    for a, b in zip(plain.parameters(), nhwc.parameters(), strict=True):
+        assert torch.equal(a, b)
+    x = torch.rand(6, 1, 8, 8, generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(nhwc(x), plain(x), rtol=1e-5, atol=1e-6)
+    # the study's builder keeps float64 nets (the robustness job's, float64 training) NCHW
+    data = run_data(
+        {"train_x": np.zeros((2, 1, 8, 8), np.uint8), "train_fine": np.array([0, 1]),
+         "test_x": np.zeros((2, 1, 8, 8), np.uint8), "test_fine": np.array([0, 1]),
+         "sign": np.array([1.0, -1.0])},
+        "multiclass",
+    )  # fmt: skip
+    spec = {"kind": "homogeneous_cnn", "channels": [3, 4], "kernels": [3, 3], "hidden": [8],
+            "channels_last": True}  # fmt: skip
+    f32 = build_net(spec, data, "multiclass", 0, dtype=torch.float32)
+    f64 = build_net(spec, data, "multiclass", 0, dtype=torch.float64)
+    assert f32.channels_last and f32.conv2.weight.is_contiguous(memory_format=torch.channels_last)
+    assert not f64.channels_last
+    assert not f64.conv2.weight.is_contiguous(memory_format=torch.channels_last)
 
 
 def test_a_bias_after_the_first_layer_breaks_homogeneity():

@@ -146,7 +146,7 @@ def evaluate_attacks(
 
 def shared_across_readouts(spec: dict) -> bool:
     """Whether one run of the attack serves every binary readout: its kind's declared
-    policy says the entry's loss aims at the fine labels (``x-policy`` ``fine_losses``), so
+    policy says the entry's loss aims at the fine labels (``x-kind`` ``fine_losses``), so
     its perturbation reads the logits, not the readout; only its judging differs."""
     return aims_fine(spec)
 

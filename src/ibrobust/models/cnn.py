@@ -1,12 +1,15 @@
 """The model kind ``cnn``: a small convolutional net with one logit per head (Study
 FA-IMAGES; the Madry CNN of Study PRICE-NN at CPU width).
 
-    x (n, C, H, W) -> [k x k 'same' conv + ReLU + 2 x 2 max-pool] per width of ``channels``
+    x (n, C, H, W) -> [k x k 'same' conv + 2 x 2 max-pool + ReLU] per width of ``channels``
                    -> flatten -> [Linear + ReLU] per width of ``hidden`` -> head (H logits)
 
 A :class:`~ibrobust.models.image.HeadNet`; ``channels_last`` keeps weights and activations
 NHWC (the same function, oneDNN's fast path for narrow convolutions); ``width_multiplier``
-scales every width (1: as given).
+scales every width (1: as given). Each stage pools before its ReLU: max and ReLU commute
+(relu(max z) = max relu(z), and the gradient reaches the same entry), so this is the usual
+conv-ReLU-pool net, bit for bit, with the ReLU on a quarter of the entries
+(benchmarks/bench_cnn_layout.py).
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ def body(shape: tuple[int, ...], cfg: ImageModelConfig) -> tuple[nn.Module, int]
     for out in scaled(cfg.channels, cfg.width_multiplier):
         layers += [
             nn.Conv2d(c, out, cfg.kernel, padding=cfg.kernel // 2),
+            nn.MaxPool2d(2),  # before the ReLU: the same function (module docstring)
             nn.ReLU(),
-            nn.MaxPool2d(2),
         ]
         c, h, w = out, h // 2, w // 2
     if h < 1 or w < 1:
