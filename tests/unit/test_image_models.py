@@ -99,19 +99,23 @@ def relu_then_pool(net, x):
     """The textbook conv-ReLU-pool order on the net's own layers (the reference the pooled-
     first body must equal bit for bit)."""
     z = (x - net.mean) / net.std
+    if net.channels_last:
+        z = z.contiguous(memory_format=torch.channels_last)
     convs = [m for m in net.body if isinstance(m, torch.nn.Conv2d)]
     for conv in convs:
         z = torch.nn.functional.max_pool2d(torch.relu(conv(z)), 2)
     return net.head(net.body[len(convs) * 3 :](z))
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_cnn_pools_before_its_relu_and_is_the_conv_relu_pool_net_bit_for_bit(dtype):
+def test_cnn_pools_before_its_relu_and_is_the_conv_relu_pool_net_bit_for_bit(dtype, channels_last):
     """max and ReLU commute exactly, and the gradient reaches the same entry: logits, input
     gradient and every parameter gradient equal the conv-ReLU-pool order's to the bit (about
     half the conv outputs are negative, so the ReLU's zeros and the pool's ties are hit)."""
     ctx = BuildContext((3, 16, 16), SIGN10, seed=5)
-    net = build_model({"kind": "cnn", "channels": [4, 6], "kernel": 3, "hidden": [8]}, ctx)
+    spec = {"kind": "cnn", "channels": [4, 6], "kernel": 3, "hidden": [8]}
+    net = build_model({**spec, "channels_last": channels_last}, ctx)
     net = net.to(dtype)
     assert [type(m).__name__ for m in net.body[:3]] == ["Conv2d", "MaxPool2d", "ReLU"]
     x = torch.rand(5, 3, 16, 16, generator=torch.Generator().manual_seed(0), dtype=dtype)

@@ -7,9 +7,9 @@
 Each stage is computed as max-pool, then ReLU: the two commute (relu(max z) = max relu(z)
 exactly, and the gradient reaches the same entry), so it is the paper's net bit for bit,
 with the ReLU on a quarter of the entries. ``channels_last`` keeps the conv weights and
-activations NHWC: the same function up to float rounding, 2.1x per float32 epoch of the
-CPU-scale net with the pool first (float64: 0.83x, so Study MARGIN applies it to float32
-nets only; benchmarks/bench_cnn_layout.py).
+activations NHWC: the same function up to float rounding, about 2.5x per float32 training
+or evaluation pass of the CPU-scale net with the pool first (float64: 0.85x, so Study
+MARGIN applies it to float32 nets only; benchmarks/bench_cnn_layout.py).
 
 "Same" zero padding (the TensorFlow MNIST tutorial's layout the paper builds on): the
 feature maps are 28 -> 14 -> 14 -> 7, so fc1 reads 64 * 7 * 7 = 3136 features.

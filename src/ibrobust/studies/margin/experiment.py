@@ -96,8 +96,8 @@ def build_net(
     float64 for the robustness job, which loads any run's checkpoints into float64 nets);
     ValueError naming ``model`` when it is not homogeneous. float32 gets the float64 net's
     values rounded (exactly them for homogeneous_cnn, whose init is drawn in float32).
-    ``channels_last`` applies to float32 nets only: NHWC is 2.1x faster per float32 epoch
-    but 0.83x in float64 (benchmarks/bench_cnn_layout.py), and the layout never changes the
+    ``channels_last`` applies to float32 nets only: NHWC is about 2.5x faster per float32
+    pass but 0.85x in float64 (benchmarks/bench_cnn_layout.py), and the layout never changes the
     function."""
     if dtype != torch.float32 and spec.get("channels_last"):
         spec = {**spec, "channels_last": False}
