@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -433,3 +434,36 @@ def test_fab_distance_between_certificate_and_pgd_bisection():
     eps = torch.tensor([0.0, float(fab.median()), float(fab.max())], dtype=torch.float64)
     acc = robust_accuracy_curve(fab, eps)
     assert acc[0] == 1.0 and acc[-1] == 0.0 and 0 < acc[1] < 1
+
+
+def test_a_checkpoint_equal_to_an_earlier_one_is_not_attacked_again(monkeypatch):
+    """``final`` at the epoch of model-2 holds the same parameters: it gets model-2's rows
+    and costs no attack; a checkpoint that differs by one weight is attacked."""
+    import copy
+
+    import ibrobust.studies.margin.experiment as experiment
+
+    calls = []
+
+    def fake_point_robustness(net, x, y, boxed, cfg, gen):
+        calls.append(net)
+        return pd.DataFrame({"index": range(len(x)), "margin": float(len(calls))})
+
+    monkeypatch.setattr(experiment, "point_robustness", fake_point_robustness)
+    a = build_homogeneous_cnn((1, 8, 8), 10, TINY, seed=0)
+    b = build_homogeneous_cnn((1, 8, 8), 10, TINY, seed=1)
+    nudged = copy.deepcopy(b)
+    with torch.no_grad():
+        nudged.fc2.weight[0, 0] += 1e-12
+    x = torch.rand(3, 1, 8, 8, dtype=torch.float64)
+    data = experiment.RunData(x, torch.zeros(3, dtype=torch.long), x, torch.zeros(3).long(),
+                              torch.ones(10), True)  # fmt: skip
+    cfg = experiment.MarginRobustConfig(attack_points=3, bisection_points=0)
+    nets = {"model-1": a, "model-2": b, "final": copy.deepcopy(b), "other": nudged}
+    out = experiment.checkpoint_robustness(nets, data, cfg, seed=0)
+    assert len(calls) == 6  # model-1, model-2 and other, two splits each; final reuses model-2
+    by = {k: d["margin"].tolist() for k, d in out.groupby(["checkpoint", "split"])}
+    assert by[("final", "train")] == by[("model-2", "train")] == [3.0] * 3
+    assert by[("final", "test")] == by[("model-2", "test")] == [4.0] * 3
+    assert by[("other", "train")] == [5.0] * 3
+    assert list(out["checkpoint"].unique()) == ["model-1", "model-2", "final", "other"]

@@ -196,13 +196,28 @@ def checkpoint_robustness(
     nets: dict[str, nn.Module], data: RunData, cfg: MarginRobustConfig, seed: int
 ) -> pd.DataFrame:
     """:func:`point_robustness` of every checkpoint on the first ``attack_points`` train and
-    test points, stacked with ``checkpoint`` and ``split`` columns."""
+    test points, stacked with ``checkpoint`` and ``split`` columns. A checkpoint whose
+    parameters equal an earlier one's (``final`` when training stopped at the epoch of the
+    last threshold's checkpoint) is the same net: it gets that checkpoint's rows, not a
+    second attack."""
     n = cfg.attack_points
     splits = {"train": (data.x[:n], data.y[:n]), "test": (data.x_test[:n], data.y_test[:n])}
-    frames = []
+    frames, done = [], {}  # done: name -> {split: rows} of the checkpoints attacked
     for name, net in nets.items():
+        same = next((k for k in done if same_parameters(nets[k], net)), None)
+        done[name] = {}
         for split, (xs, ys) in splits.items():
-            gen = torch_generator(seed, "margin", "robustness", name, split)
-            df = point_robustness(net, xs, ys, data.boxed, cfg, gen)
+            if same is not None:
+                df = done[same][split]
+            else:
+                gen = torch_generator(seed, "margin", "robustness", name, split)
+                df = point_robustness(net, xs, ys, data.boxed, cfg, gen)
+            done[name][split] = df
             frames.append(df.assign(checkpoint=name, split=split))
     return pd.concat(frames, ignore_index=True)
+
+
+def same_parameters(a: nn.Module, b: nn.Module) -> bool:
+    """Whether two nets hold equal parameters and buffers (the same function)."""
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
