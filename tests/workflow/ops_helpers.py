@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from smk_helpers import REPO
+from smk_helpers import REPO, TINY, base_env, snakemake_args, write_yaml
 
 sys.path.insert(0, str(REPO / "workflow_scripts"))
 import _server  # noqa: E402  (the workflow's tracking-server lifecycle, used as-is)
@@ -240,6 +240,47 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.3):
         if time.monotonic() - t0 > timeout:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
+
+
+# ---- a run whose training jobs outlast the test ----------------------------------------
+# the tiny config's FA training, gd_tiny slowed to ~1e6 GD steps: far longer than a test waits
+SLOW_GD = {"optimizers": {"gd_tiny": {"max_steps": 10**6, "stop_loss": 1.0e-30}}}
+SLOW_TRAIN_LOG = "results/logs/train/fa/tiny_clusters/two_layer_m2/gd_tiny/binary/seed{}.log"
+
+
+def start_slow_run(
+    work: Path, targets: list[str], *, cores: int, config: dict | None = None, **popen
+) -> tuple[subprocess.Popen, Path, Path]:
+    """Snakemake on the tiny config with gd_tiny slowed (plus ``config``, an overlay's top-
+    level keys), in a session of its own, so that a signal sent to it reaches snakemake alone;
+    its stdout and stderr go to files beside ``work``. ``popen``: more Popen arguments."""
+    slow = write_yaml(work.parent / "slow.yaml", {**SLOW_GD, **(config or {})})
+    out, err = work.parent / "stdout.txt", work.parent / "stderr.txt"
+    with out.open("w") as fo, err.open("w") as fe:
+        proc = subprocess.Popen(
+            snakemake_args(work, "--cores", str(cores), *targets, configfiles=(TINY, slow)),
+            cwd=work,
+            env=base_env(),
+            stdout=fo,
+            stderr=fe,
+            start_new_session=True,
+            **popen,
+        )
+    return proc, out, err
+
+
+def wait_for_first_step(proc: subprocess.Popen, logs: list[Path], timeout: float, err: Path):
+    """Until every training job in ``logs`` has logged a step (AssertionError naming the
+    run's stderr if snakemake ended first)."""
+    wait_until(
+        lambda: (
+            all(f.is_file() and "progress " in f.read_text() for f in logs)
+            or proc.poll() is not None
+        ),
+        timeout,
+        "the training jobs' first logged step",
+    )
+    assert proc.poll() is None, err.read_text()
 
 
 def processes_of(work: Path) -> list[str]:

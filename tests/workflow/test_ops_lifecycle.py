@@ -8,18 +8,23 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import time
 from collections import Counter
 
 import pytest
-from ops_helpers import processes_of, record, wait_until
-from smk_helpers import TINY, base_env, finished_rules, snakemake, snakemake_args, write_yaml
+from ops_helpers import (
+    SLOW_TRAIN_LOG,
+    processes_of,
+    record,
+    start_slow_run,
+    wait_for_first_step,
+    wait_until,
+)
+from smk_helpers import TINY, finished_rules, snakemake
 
 pytestmark = pytest.mark.workflow
 
 RUN = "results/fa/tiny_clusters/two_layer_m2/gd_tiny/binary/seed{}"
-LOG = "results/logs/train/fa/tiny_clusters/two_layer_m2/gd_tiny/binary/seed{}.log"
 SEEDS = (0, 1)
 TARGETS = [f"{RUN.format(s)}/model.pt" for s in SEEDS]
 ORPHAN_GRACE = 10.0  # s: the issue's bound for the dead invocation's jobs to be gone
@@ -30,31 +35,10 @@ def test_killed_snakemake_is_cleaned_up_by_a_plain_rerun(tmp_path):
 
     work = tmp_path / "work"
     work.mkdir()
-    slow = write_yaml(  # ~1e6 GD steps: far longer than the test waits
-        tmp_path / "slow.yaml",
-        {"optimizers": {"gd_tiny": {"max_steps": 10**6, "stop_loss": 1.0e-30}}},
-    )
-    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
-    with out.open("w") as fo, err.open("w") as fe:
-        proc = subprocess.Popen(
-            snakemake_args(work, "--cores", "2", *TARGETS, configfiles=(TINY, slow)),
-            cwd=work,
-            env=base_env(),
-            stdout=fo,
-            stderr=fe,
-            start_new_session=True,
-        )
-    logs = [work / LOG.format(s) for s in SEEDS]
+    proc, out, err = start_slow_run(work, TARGETS, cores=2)
+    logs = [work / SLOW_TRAIN_LOG.format(s) for s in SEEDS]
     try:
-        wait_until(
-            lambda: (
-                all(f.is_file() and "progress " in f.read_text() for f in logs)
-                or proc.poll() is not None
-            ),
-            600,
-            "both training jobs' first logged step",
-        )
-        assert proc.poll() is None, err.read_text()
+        wait_for_first_step(proc, logs, 600, err)
         os.kill(proc.pid, signal.SIGKILL)  # snakemake alone: its jobs are not signalled
         proc.wait(timeout=30)
         t0 = time.monotonic()

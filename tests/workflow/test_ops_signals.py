@@ -22,17 +22,22 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from ops_helpers import processes_of, record, wait_until
+from ops_helpers import (
+    SLOW_TRAIN_LOG,
+    processes_of,
+    record,
+    start_slow_run,
+    wait_for_first_step,
+    wait_until,
+)
 from smk_helpers import (
     PYTHON,
     REPO,
-    TINY,
     base_env,
     copy_state,
     parse_dry_run,
     snakemake,
     snakemake_args,
-    write_yaml,
 )
 
 pytestmark = pytest.mark.workflow
@@ -41,7 +46,6 @@ STOP_BOUND = 10.0  # s from the signal to snakemake's exit: the issue's bound
 SEEDS = (0, 1)
 DATA = [f"results/datasets/tiny_clusters/seed{s}/data.npz" for s in SEEDS]
 RUN = "results/fa/tiny_clusters/two_layer_m2/gd_tiny/binary/seed{}"
-LOG = "results/logs/train/fa/tiny_clusters/two_layer_m2/gd_tiny/binary/seed{}.log"
 TARGETS = [f"{RUN.format(s)}/model.pt" for s in SEEDS]
 
 
@@ -107,31 +111,10 @@ def test_a_signal_to_snakemake_alone_stops_its_jobs_within_seconds(datasets, tmp
     from mlflow.tracking import MlflowClient
 
     work = copy_state(datasets, tmp_path / "work")
-    slow = write_yaml(  # ~1e6 GD steps: far longer than the test waits
-        tmp_path / "slow.yaml",
-        {"optimizers": {"gd_tiny": {"max_steps": 10**6, "stop_loss": 1.0e-30}}},
-    )
-    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
-    with out.open("w") as fo, err.open("w") as fe:
-        proc = subprocess.Popen(
-            snakemake_args(work, "--cores", "2", *TARGETS, configfiles=(TINY, slow)),
-            cwd=work,
-            env=base_env(),
-            stdout=fo,
-            stderr=fe,
-            start_new_session=True,  # the signal must reach snakemake alone, not a group
-        )
-    logs = [work / LOG.format(s) for s in SEEDS]
+    proc, out, err = start_slow_run(work, TARGETS, cores=2)
+    logs = [work / SLOW_TRAIN_LOG.format(s) for s in SEEDS]
     try:
-        wait_until(
-            lambda: (
-                all(f.is_file() and "progress " in f.read_text() for f in logs)
-                or proc.poll() is not None
-            ),
-            1800,  # a busy machine: startup and torch's import take minutes
-            "both training jobs' first logged step",
-        )
-        assert proc.poll() is None, err.read_text()
+        wait_for_first_step(proc, logs, 1800, err)  # a busy machine: torch's import takes minutes
         jobs = [p for p in processes_of(work) if ".snakemake/scripts/" in p]
         assert len(jobs) == len(SEEDS), jobs
         with cpu_load(load):

@@ -14,15 +14,18 @@ from pathlib import Path
 
 import pytest
 from ops_helpers import (
+    SLOW_TRAIN_LOG,
     _server,
     free_port,
     max_running_jobs,
     postgres_server,
     record,
     server_uri_from_output,
+    start_slow_run,
+    wait_for_first_step,
     wait_until,
 )
-from smk_helpers import TINY, base_env, finished_rules, snakemake, snakemake_args, write_yaml
+from smk_helpers import TINY, base_env, finished_rules, snakemake, write_yaml
 
 pytestmark = pytest.mark.workflow
 
@@ -181,32 +184,16 @@ def test_server_stopped_when_the_run_fails_or_is_interrupted(how, tmp_path):
 
     work = tmp_path / "work"
     work.mkdir()
-    slow = write_yaml(
-        tmp_path / "slow.yaml",
-        {
-            "mlflow": {"server": {"start": True}},
-            "optimizers": {"gd_tiny": {"max_steps": 10**6, "stop_loss": 1.0e-30}},
-        },
+    proc, out, err = start_slow_run(
+        work,
+        TARGETS[:1],
+        cores=1,
+        config={"mlflow": {"server": {"start": True}}},
+        preexec_fn=_terminal_sigint,
     )
-    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
-    with out.open("w") as fo, err.open("w") as fe:
-        proc = subprocess.Popen(
-            snakemake_args(work, "--cores", "1", TARGETS[0], configfiles=(TINY, slow)),
-            cwd=work,
-            env=base_env(),
-            stdout=fo,
-            stderr=fe,
-            start_new_session=True,
-            preexec_fn=_terminal_sigint,
-        )
-    log = work / "results/logs/train/fa/tiny_clusters/two_layer_m2/gd_tiny/binary/seed0.log"
+    log = work / SLOW_TRAIN_LOG.format(0)
     try:
-        wait_until(
-            lambda: (log.is_file() and "progress " in log.read_text()) or proc.poll() is not None,
-            300,
-            "the train job's first logged step",
-        )
-        assert proc.poll() is None, err.read_text()
+        wait_for_first_step(proc, [log], 300, err)
         uri = server_uri_from_output(out.read_text() + err.read_text())
         assert _server.healthy(uri)
         if how == "job-fails":  # the job's python (in our snakemake's process group)

@@ -88,7 +88,9 @@ def test_scale_ladder_runs_only_the_new_rung_then_each_claims_trend(margin_run):
     plan = parse_dry_run(snakemake(work, "-n", "scale", *data, configfiles=(CONFIG,), timeout=120))
     assert plan.stats["margin_train"] == 1 and plan.stats["margin_robustness"] == 1
     assert plan.stats["claims_scale"] == 1 and plan.stats["claims_all"] == 0
-    reproduce = parse_dry_run(snakemake(work, "-n", "reproduce", *data, configfiles=(CONFIG,), timeout=120))
+    reproduce = parse_dry_run(
+        snakemake(work, "-n", "reproduce", *data, configfiles=(CONFIG,), timeout=120)
+    )
     assert "claims_scale" not in reproduce.stats
     rung_outputs = [f for j in reproduce.jobs for f in j.output if re.match(r"results/\w+@", f)]
     assert not rung_outputs, rung_outputs[:3]
@@ -96,7 +98,9 @@ def test_scale_ladder_runs_only_the_new_rung_then_each_claims_trend(margin_run):
     assert run.returncode == 0, run.describe()
     assert finished_rules(run)["margin_train"] == 1
     # the rung trained on 10 images, the base study on 20
-    small = pd.read_csv(work / "results" / rung / "tiny_margin_img@n_train=10/tiny_hcnn/seed0/points.csv")
+    small = pd.read_csv(
+        work / "results" / rung / "tiny_margin_img@n_train=10/tiny_hcnn/seed0/points.csv"
+    )
     assert len(small[(small.split == "train") & (small.checkpoint == "final")]) == 8
     ledger = pd.read_csv(work / "results/claims/scale/claims.csv")
     assert {"margin", rung} <= set(ledger.study)
