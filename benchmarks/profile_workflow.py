@@ -18,10 +18,13 @@ counted as "unprofiled" and left out. Wall times depend on the machine's load; C
 much less so.
 
     python benchmarks/profile_workflow.py RUN_DIR [--baseline OTHER_RUN_DIR | JOBS.csv]
-        [--save JOBS.csv] [--readme docs/results.md [--block NAME]]
+        [--save JOBS.csv] [--readme docs/results.md [--block NAME]] [--cores 2]
 
 The run's span is the first job's start to the last job's end, from the logs' timestamps
 (the Snakemake process's own start-up and planning before the first job are not in it).
+Its packing (issue 28, lead 5) compares the span with the job CPU-s shared by ``--cores``
+(the goal: within 10 %), with the share of the cores that jobs occupied and the tail at the
+end with a core idle.
 ``--save`` writes one row per profiled job (rule, study, start, end, wall, CPU, phases),
 so that a run can serve as a baseline after its directory is gone; ``--baseline`` takes
 another run directory or such a file and adds its per-rule medians and its totals beside
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import re
 import statistics
 import sys
@@ -98,6 +102,31 @@ def span(jobs: list[dict]) -> float:
     starts = [j["start"] for j in jobs if "start" in j]
     ends = [j["end"] for j in jobs if "end" in j]
     return max(ends) - min(starts) if starts and ends else float("nan")
+
+
+def packing(jobs: list[dict], cores: int) -> dict[str, float]:
+    """How well the run kept ``cores`` busy (issue 28, lead 5): ``ratio`` = span / (job CPU-s
+    / cores), the goal being at most 1.10; ``occupied`` = the share of cores x span during
+    which a job ran (jobs beyond ``cores`` at once count as ``cores``); ``tail`` = seconds at
+    the end of the run with fewer than ``cores`` jobs running (1 s resolution: the logs'
+    timestamps)."""
+    timed = [j for j in jobs if "start" in j and "end" in j]
+    if not timed:
+        return {"ratio": math.nan, "occupied": math.nan, "tail": math.nan}
+    t0, t1 = min(j["start"] for j in timed), max(j["end"] for j in timed)
+    events = sorted([(j["start"], 1) for j in timed] + [(j["end"], -1) for j in timed])
+    running, last, busy, full_until = 0, t0, 0.0, t0
+    for t, step in events:
+        busy += min(running, cores) * (t - last)
+        if running >= cores:
+            full_until = t
+        running, last = running + step, t
+    width = t1 - t0
+    return {
+        "ratio": width / (_sum(jobs, "cpu") / cores) if width else math.nan,
+        "occupied": busy / (cores * width) if width else math.nan,
+        "tail": t1 - full_until,
+    }
 
 
 def save_jobs(path: Path, jobs: list[dict]) -> None:
@@ -176,16 +205,28 @@ def phase_table(jobs: list[dict]) -> list[str]:
     return rows
 
 
-def report(jobs: list[dict], unprofiled: int, baseline: list[dict] | None = None) -> str:
+def packing_line(jobs: list[dict], cores: int) -> str:
+    p = packing(jobs, cores)
+    return (
+        f"packing on {cores} cores: span = {p['ratio']:.2f} x (job CPU-s / {cores}), jobs "
+        f"occupied {100 * p['occupied']:.0f} % of the cores, the last {p['tail']:.0f} s ran "
+        f"fewer than {cores} jobs"
+    )
+
+
+def report(
+    jobs: list[dict], unprofiled: int, baseline: list[dict] | None = None, cores: int = 2
+) -> str:
     head = (
         f"{len(jobs)} jobs profiled ({unprofiled} without a phases line), "
         f"{_sum(jobs, 'cpu'):.0f} CPU-s, {_sum(jobs, 'wall'):.0f} s of job wall time in all; "
-        f"run span (first job start to last job end) {span(jobs):.0f} s."
+        f"run span (first job start to last job end) {span(jobs):.0f} s; "
+        f"{packing_line(jobs, cores)}."
     )
     if baseline is not None:
         head += (
             f" Baseline: {len(baseline)} jobs, {_sum(baseline, 'cpu'):.0f} CPU-s, "
-            f"span {span(baseline):.0f} s."
+            f"span {span(baseline):.0f} s; {packing_line(baseline, cores)}."
         )
     parts = [
         *(head, "", *rule_table(jobs, baseline), "", *study_table(jobs, baseline)),
@@ -239,12 +280,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--save", type=Path, help="write this run's per-job rows to a CSV file")
     ap.add_argument("--readme", type=Path, help="rewrite this file's marked block")
     ap.add_argument("--block", default=BLOCK, help="the marked block's name (default: profile)")
+    ap.add_argument(
+        "--cores", type=int, default=2, help="the cores the run had, for its packing (default 2)"
+    )
     args = ap.parse_args(argv)
     jobs, unprofiled = read_jobs(args.run_dir)
     if not jobs:
         raise SystemExit(f"no profiled job logs under {args.run_dir / 'results' / 'logs'}")
     baseline = load_jobs(args.baseline) if args.baseline else None
-    text = report(jobs, unprofiled, baseline)
+    text = report(jobs, unprofiled, baseline, args.cores)
     sys.stdout.write(text)
     if args.save:
         save_jobs(args.save, jobs)

@@ -51,6 +51,22 @@ def test_sums_medians_and_span(run):
     assert "| train | 2 | 8 | 10 | 4.12 | 5.25 |" in text  # wall 3.0 (log) + 7.5 (benchmark)
 
 
+def test_packing_by_hand(run):
+    """Jobs at [0, 3], [1, 4], [5, 10] s with 9.25 CPU-s on 2 cores: span 10 s against
+    9.25 / 2 = 4.625 s; occupied 1 + 2x2 + 1 + 0 + 5 = 11 of 2 x 10 core-seconds; two jobs
+    ran at once last at 3 s, so the tail is 7 s."""
+    jobs, _ = pw.read_jobs(run)
+    p = pw.packing(jobs, cores=2)
+    assert p["ratio"] == pytest.approx(10 / 4.625)
+    assert p["occupied"] == pytest.approx(0.55)
+    assert p["tail"] == 7.0
+    one = pw.packing(jobs, cores=1)  # on one core the overlap counts once: 9 of 10 s
+    assert one["occupied"] == pytest.approx(0.9) and one["tail"] == 0.0
+    text = pw.report(jobs, 0, cores=2)
+    assert "packing on 2 cores: span = 2.16 x (job CPU-s / 2), jobs occupied 55 %" in text
+    assert "the last 7 s ran fewer than 2 jobs" in text
+
+
 def test_saved_jobs_serve_as_baseline(run, tmp_path):
     jobs, _ = pw.read_jobs(run)
     saved = tmp_path / "jobs.csv"
@@ -60,7 +76,7 @@ def test_saved_jobs_serve_as_baseline(run, tmp_path):
         (j["rule"], j["cpu"], j["start"]) for j in jobs
     ]
     text = pw.report(jobs, 0, again)
-    assert "Baseline: 3 jobs, 9 CPU-s, span 10 s." in text
+    assert "Baseline: 3 jobs, 9 CPU-s, span 10 s; packing on 2 cores" in text
     assert (
         "| fa_figure | 1 | 1 | 3 | 1.00 | 3.00 | 0.20 (0.50) | 1.00 | 3.00 | 0.20 (0.50) |" in text
     )
