@@ -25,7 +25,7 @@ def test_default_config_has_a_disabled_margin_study():
     assert st["kind"] == "margin" and st["enabled"] is False
     assert cfg["models"]["margin_cnn"] == {
         "kind": "homogeneous_cnn", "channels": [32, 64], "kernels": [5, 3], "hidden": [1024],
-        "first_bias": True,
+        "first_bias": True, "channels_last": False,
     }  # fmt: skip
     th = st["training"]["checkpoint_log10_losses"]
     assert all(b < a for a, b in zip(th, th[1:], strict=False))
