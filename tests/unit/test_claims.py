@@ -571,7 +571,11 @@ def test_price_nn_claims(tmp_path):
     row = one(df, "price_nn", "price_nn.cnn_gd_ahead")
     assert row.verdict == HOLDS and row.note == "2 of 3 cells fitted"
     assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((2, 3, 1, 2), T_975_3))
-    assert (row.n, row.unit, row.points) == (4, "(cell, seed) pairs", 500)  # config.yaml's attack_points
+    assert (row.n, row.unit, row.points) == (
+        4,
+        "(cell, seed) pairs",
+        500,
+    )  # config.yaml's attack_points
     summary = price_nn_summary({0.1: (2.0, -1.0, 0.5)}, (0.1, -0.1, 0.0))
     df = ledger(tmp_path, default_config(price_nn=True), {PRICE_NN: summary})
     assert verdicts(df, "price_nn", "price_nn.fc_sd_beats_gd") == [INCONCLUSIVE]
@@ -636,7 +640,7 @@ def test_margin_claims_over_three_runs(tmp_path):
         row = one(df, "margin", f"margin.robust_rises_{split}")
         assert row.verdict == WEAKER  # [-0.048, 0.448]: over -0.05, straddles 0
         assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((0.2, 0.3, 0.1), T_975_2))
-        assert (row.points, row.ci_method) == (MARGIN_POINTS_CFG, "t over runs")
+        assert (row.points, row.ci_method) == (MARGIN_N_POINTS, "t over runs")
     # every distance is twice its certificate: 3 runs x 2 checkpoints x 2 splits x 10 points;
     # 120 of 120 give a Wilson lower end 120 / (120 + z^2) = 0.969: under 0.99, over 0.95
     row = one(df, "margin", "margin.certificate")
@@ -690,8 +694,9 @@ def test_margin_robust_rise_of_one_run_bootstraps_its_points(tmp_path):
     assert (row.n, row.unit, row.ci_method) == (10, "points", "bootstrap over points")
 
 
-# the points a MARGIN claim reports: the config's attack_points per split
-MARGIN_POINTS_CFG = default_config()["studies"]["margin"]["robustness"]["attack_points"]
+# the points a MARGIN claim reports: those its outputs hold per split and checkpoint (the
+# fixtures attack 10; the config's attack_points is 200)
+MARGIN_N_POINTS = 10
 
 
 def test_margin_robust_rise_of_one_run_given_the_grid_radius():
@@ -705,9 +710,15 @@ def test_margin_robust_rise_of_one_run_given_the_grid_radius():
     ctx = StudyContext("margin", default_config()["studies"]["margin"])
     m = robust_rise("train")({"summary": summary, "points": files[MARGIN_POINTS]}, ctx)
     want = iv.bootstrap_mean([0.0] * 4 + [1.0] * 2 + [0.0] * 4)
-    assert m.values == (pytest.approx(0.2),) and m.points == MARGIN_POINTS_CFG
+    assert m.values == (pytest.approx(0.2),) and m.points == MARGIN_N_POINTS
     assert (m.ci().lo, m.ci().hi, m.mean) == pytest.approx((want.lo, want.hi, 0.2))
     assert m.ci().unit == "points" and m.ci().n == 10
+    # a split with fewer points than attack_points (the train split of a 20-image rung) says so
+    pts = files[MARGIN_POINTS]
+    fewer = pts[(pts["split"] == "test") | (pts["index"] < 4)]
+    m = robust_rise("train")({"summary": summary, "points": fewer}, ctx)
+    assert m.points == 4 and m.ci().n == 4
+    assert robust_rise("test")({"summary": summary, "points": fewer}, ctx).points == 10
 
 
 # ---- malformed outputs fail loudly ---------------------------------------------------------------

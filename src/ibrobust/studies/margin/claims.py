@@ -119,7 +119,7 @@ def robust_rise(split: str):
 
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         vals = _first_to_last(src["summary"], col, ratio=False)
-        points = int(ctx.config["robustness"]["attack_points"])
+        points = attacked_points(src["points"], split)
         if len(vals) > 1:
             return Measurement(vals, unit="runs", points=points)
         summary = src["summary"].sort_values("epoch")
@@ -136,6 +136,14 @@ def robust_rise(split: str):
         return Measurement(vals, unit="runs", points=points, interval=iv, note=note)
 
     return compute
+
+
+def attacked_points(points: pd.DataFrame, split: str) -> int:
+    """The points of ``split`` each checkpoint was attacked on, read from the outputs (the
+    fewest over runs and checkpoints): ``attack_points`` of the config, or fewer where the
+    split holds fewer (the train split of a 20-image rung)."""
+    per_ck = points[points["split"] == split].groupby(["run", "checkpoint"]).size()
+    return int(per_ck.min()) if len(per_ck) else 0
 
 
 def certificate(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
