@@ -27,7 +27,7 @@ def test_defaults_of_the_new_kinds():
         "hidden": [128],
         "kernel": 5,
         "normalize": "none",
-        "channels_last": False,
+        "channels_last": True,  # config.yaml sets it; the rest are the kind's defaults
         "width_multiplier": 1,
     }
     assert "m" not in cnn and "beta" not in cnn  # other kinds' keys are pruned
