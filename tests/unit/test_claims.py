@@ -848,3 +848,17 @@ def test_malformed_margin_outputs_fail(tmp_path):
         (points.assign(margin="x"), ("'margin' is not numeric",)),
     ):
         _fails(tmp_path, {**files, MARGIN_POINTS: bad}, MARGIN_POINTS, *fragments, cfg=cfg)
+
+
+def test_margin_loss_claim_says_when_the_study_stops_before_minus_300():
+    from ibrobust.claims.core import StudyContext
+    from ibrobust.studies.margin.claims import loss_reached
+
+    summary = pd.DataFrame({"run": ["a", "b"], "min_log10_loss": [-120.0, -120.5],
+                            "all_finite": [1, 1]})  # fmt: skip
+    stops = {"training": {"stop_log10_loss": -120.0}}
+    m = loss_reached({"summary": summary}, StudyContext("margin", stops))
+    assert m.values == (-120.0, -120.5)
+    assert m.note == "the study stops at log10 L = -120 (training.stop_log10_loss)"
+    deep = {"training": {"stop_log10_loss": -320.0}}
+    assert loss_reached({"summary": summary}, StudyContext("m", deep)).note == ""

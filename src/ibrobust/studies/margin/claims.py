@@ -85,8 +85,11 @@ def loss_reached(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurem
     low = df.groupby("run", sort=False)["min_log10_loss"].first()
     finite = df.groupby("run", sort=False)["all_finite"].min() >= 1
     vals = tuple(float(v) if ok else 0.0 for v, ok in zip(low, finite, strict=True))
-    note = "" if finite.all() else "a run logged a non-finite value (counted as 0)"
-    return Measurement(vals, unit="runs", note=note)
+    notes = [] if finite.all() else ["a run logged a non-finite value (counted as 0)"]
+    stop = ctx.config.get("training", {}).get("stop_log10_loss")
+    if stop is not None and stop > -300.0:  # the study stops before the strong region
+        notes.append(f"the study stops at log10 L = {stop:g} (training.stop_log10_loss)")
+    return Measurement(vals, unit="runs", note="; ".join(notes))
 
 
 def first_to_last(col: str, ratio: bool):
