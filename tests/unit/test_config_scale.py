@@ -16,7 +16,9 @@ SCHEMA = load_schema(ROOT / "schemas" / "config.schema.yaml")
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())  # with its shipped ladders
 BASE = {  # without them: each test sets its own
     **CONFIG,
-    "studies": {n: {k: v for k, v in st.items() if k != "scale"} for n, st in CONFIG["studies"].items()},
+    "studies": {
+        n: {k: v for k, v in st.items() if k != "scale"} for n, st in CONFIG["studies"].items()
+    },
 }
 MARGIN = {"studies": {"margin": {"scale": {"dataset": "margin_mnist", "key": "n_train"}}}}
 
@@ -90,11 +92,15 @@ def test_width_multiplier_scales_every_conv_and_dense_width():
     from ibrobust.models.cnn import scaled
     from ibrobust.models.image import build_image_model, image_config_from_dict
 
-    assert scaled((4, 8), 2) == (8, 16) and scaled((32,), 0.5) == (16,) and scaled((1,), 0.1) == (1,)
+    assert (
+        scaled((4, 8), 2) == (8, 16) and scaled((32,), 0.5) == (16,) and scaled((1,), 0.1) == (1,)
+    )
     cfg = validate_config(BASE, SCHEMA)
     entry = {**cfg["models"]["madry_cnn_cpu"], "width_multiplier": 2}
     gen = torch.Generator().manual_seed(0)
-    net = build_image_model(image_config_from_dict(entry), (1, 28, 28), torch.tensor([1.0, -1.0]), gen)
+    net = build_image_model(
+        image_config_from_dict(entry), (1, 28, 28), torch.tensor([1.0, -1.0]), gen
+    )
     convs = [m.out_channels for m in net.modules() if isinstance(m, torch.nn.Conv2d)]
     dense = [m.out_features for m in net.modules() if isinstance(m, torch.nn.Linear)]
     assert convs == [2 * c for c in cfg["models"]["madry_cnn_cpu"]["channels"]]
