@@ -202,18 +202,19 @@ def checkpoint_robustness(
     second attack."""
     n = cfg.attack_points
     splits = {"train": (data.x[:n], data.y[:n]), "test": (data.x_test[:n], data.y_test[:n])}
-    frames, done = [], {}  # done: name -> {split: rows} of the checkpoints attacked
+    frames, attacked = [], {}  # attacked: name -> {split: rows}, the distinct nets only
     for name, net in nets.items():
-        same = next((k for k in done if same_parameters(nets[k], net)), None)
-        done[name] = {}
-        for split, (xs, ys) in splits.items():
-            if same is not None:
-                df = done[same][split]
-            else:
-                gen = torch_generator(seed, "margin", "robustness", name, split)
-                df = point_robustness(net, xs, ys, data.boxed, cfg, gen)
-            done[name][split] = df
-            frames.append(df.assign(checkpoint=name, split=split))
+        same = next((k for k in attacked if same_parameters(nets[k], net)), None)
+        if same is None:
+            attacked[name] = {
+                split: point_robustness(
+                    net, xs, ys, data.boxed, cfg,
+                    torch_generator(seed, "margin", "robustness", name, split),
+                )
+                for split, (xs, ys) in splits.items()
+            }  # fmt: skip
+        rows = attacked[same if same is not None else name]
+        frames += [df.assign(checkpoint=name, split=split) for split, df in rows.items()]
     return pd.concat(frames, ignore_index=True)
 
 
