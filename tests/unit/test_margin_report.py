@@ -1,7 +1,7 @@
 """Study MARGIN's reported numbers on hand-made tables: separation and monotonicity of the
 smoothed margin, finiteness, the attack audit (which attack found each minimal distance),
-the certificate check, the robust-accuracy curves, and the claims computed from the
-summary and points tables."""
+the certificate check, the robust-accuracy curves, the figures' checkpoint marks, and the
+claims computed from the summary and points tables."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from claims_fixtures import MARGIN_CHECKPOINTS, margin_history, margin_outputs, 
 from ibrobust.claims.core import StudyContext
 from ibrobust.studies.margin import tables as mr
 from ibrobust.studies.margin.claims import claims
+from ibrobust.studies.margin.plots import checkpoint_marks
 from ibrobust.studies.margin.tables import robust_curves
 
 
@@ -159,3 +160,15 @@ def test_claims_on_the_summary_and_points_of_two_runs():
     bad = {"summary": summary.assign(all_finite=[0.0, 0.0, 1.0, 1.0])}
     m = claims(ctx)[0].compute(bad, ctx)
     assert m.values == (0.0, -310.0) and "non-finite" in m.note
+
+
+def test_checkpoints_sharing_an_epoch_share_one_mark():
+    checkpoints = pd.DataFrame(
+        {"name": ["init", "model 1", "model 4", "final"], "epoch": [0, 119, 2311, 2311]}
+    )
+    # epoch 0 (init) is left off the log axis; model 4 and final become one mark in
+    # model 4's colour
+    assert checkpoint_marks(checkpoints) == [
+        (119, "model 1", "model 1"),
+        (2311, "model 4 = final", "model 4"),
+    ]

@@ -27,22 +27,32 @@ def checkpoint_colors(names) -> dict[str, tuple]:
     return dict(zip(names, color_palette("viridis", len(names)), strict=True))
 
 
-def _mark_checkpoints(ax, checkpoints: pd.DataFrame) -> None:
-    colors = checkpoint_colors(checkpoints["name"])
+def checkpoint_marks(checkpoints: pd.DataFrame) -> list[tuple[int, str, str]]:
+    """(epoch, label, name whose colour it takes) per marked epoch: checkpoints that share an
+    epoch (``final`` when training stopped where model 4 was saved) share one mark, labelled
+    with their names joined by " = ", so that no label is printed over another."""
+    marks: dict[int, list[str]] = {}
     for _, ck in checkpoints.iterrows():
         if ck["epoch"] >= 1:
-            ax.axvline(ck["epoch"], color=colors[ck["name"]], ls=":", lw=1)
-            ax.text(
-                ck["epoch"],
-                1.0,
-                ck["name"],
-                rotation=90,
-                va="top",
-                ha="right",
-                fontsize=7,
-                color=colors[ck["name"]],
-                transform=ax.get_xaxis_transform(),
-            )
+            marks.setdefault(int(ck["epoch"]), []).append(str(ck["name"]))
+    return [(epoch, " = ".join(names), names[0]) for epoch, names in marks.items()]
+
+
+def _mark_checkpoints(ax, checkpoints: pd.DataFrame) -> None:
+    colors = checkpoint_colors(checkpoints["name"])
+    for epoch, label, name in checkpoint_marks(checkpoints):
+        ax.axvline(epoch, color=colors[name], ls=":", lw=1)
+        ax.text(
+            epoch,
+            1.0,
+            label,
+            rotation=90,
+            va="top",
+            ha="right",
+            fontsize=7,
+            color=colors[name],
+            transform=ax.get_xaxis_transform(),
+        )
 
 
 def plot_margins(history: pd.DataFrame, checkpoints: pd.DataFrame) -> plt.Figure:
