@@ -14,6 +14,15 @@ seconds, whether torch got imported, and the ratio this / baseline. Never assert
 
 Without ``--baseline`` only this checkout is measured. ``python -X importtime`` on the same
 imports shows where the time goes; torch alone is ~2 CPU-seconds here.
+
+``--warm`` measures issue 28's lead 3 (start-up paid once for many jobs) before it is built:
+the same probe forked from one long-lived parent that has already imported torch, numpy and
+the library's heavy modules (``WARM``), against a fresh interpreter, alternating. A job on
+that path would still pay a thin client (a fresh interpreter importing only what Snakemake's
+script preamble imports, ``snakemake.script``, plus a socket): the warm column is the forked
+child's CPU (its ``wait4`` rusage) plus the client's, measured the same way.
+
+    python benchmarks/bench_job_startup.py --warm [--repeats 5] [--scripts train.py ...]
 """
 
 from __future__ import annotations
@@ -53,11 +62,18 @@ def start_once(checkout: Path, script: str) -> tuple[float, float, bool]:
     """(CPU-s, wall-s, torch imported) of one fresh interpreter importing the script's modules."""
     scripts = checkout / "workflow_scripts"
     imports = "\n".join(f"import {m}" for m in imported_modules(scripts / script))
+    return run_probe(checkout, PROBE.format(imports=imports))
+
+
+def run_probe(checkout: Path, code: str) -> tuple[float, float, bool]:
+    """(CPU-s, wall-s, torch imported) of a fresh interpreter running ``code`` on the
+    checkout's library and scripts."""
+    scripts = checkout / "workflow_scripts"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout / "src"), str(scripts)])}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-c", PROBE.format(imports=imports)],
+        [sys.executable, "-c", code],
         env=env,
         capture_output=True,
         text=True,
@@ -69,6 +85,73 @@ def start_once(checkout: Path, script: str) -> tuple[float, float, bool]:
     return cpu, wall, out.stdout.strip() == "True"
 
 
+WARM = ("torch", "numpy", "ibrobust.experiments.networks", "ibrobust.experiments.robustness")
+CLIENT = "import snakemake.script, socket, sys\nprint('torch' in sys.modules)"  # a thin client
+SERVER = """
+import os, resource, sys, time
+for m in sys.argv[1:]:
+    __import__(m)
+for line in sys.stdin:  # one probe per line: modules to import in a forked child
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        for m in line.split():
+            __import__(m)
+        os._exit(0)
+    _, status, ru = os.wait4(pid, 0)
+    wall = time.perf_counter() - t0
+    print(ru.ru_utime + ru.ru_stime, wall, status, flush=True)
+"""
+
+
+def warm_server(checkout: Path) -> subprocess.Popen:
+    """The long-lived parent: imports ``WARM`` once, then forks one child per probe line."""
+    scripts = checkout / "workflow_scripts"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout / "src"), str(scripts)])}
+    return subprocess.Popen(
+        [sys.executable, "-c", SERVER, *WARM], env=env, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def warm_once(server: subprocess.Popen, checkout: Path, script: str) -> tuple[float, float]:
+    """(CPU-s, wall-s) of one probe on the warm path: the forked child plus a thin client."""
+    modules = imported_modules(checkout / "workflow_scripts" / script)
+    server.stdin.write(" ".join(modules) + "\n")
+    server.stdin.flush()
+    cpu, wall, status = server.stdout.readline().split()
+    if int(status) != 0:
+        raise RuntimeError(f"warm probe of {script} failed (wait status {status})")
+    client_cpu, client_wall, _ = run_probe(checkout, CLIENT)
+    return float(cpu) + client_cpu, float(wall) + client_wall
+
+
+def warm_main(args) -> None:
+    server = warm_server(ROOT)
+    print(f"load {' '.join(f'{v:.1f}' for v in os.getloadavg())}; medians of {args.repeats}; "
+          f"warm parent imported {', '.join(WARM)}")  # fmt: skip
+    print("| script | cold CPU-s | warm CPU-s (child + client) | cold wall-s | warm wall-s "
+          "| CPU warm/cold | CPU saved per job |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    try:
+        for script in args.scripts:
+            cold, warm = [], []
+            for i in range(args.repeats):  # alternate which path goes first
+                if i % 2 == 0:
+                    cold.append(start_once(ROOT, script))
+                    warm.append(warm_once(server, ROOT, script))
+                else:
+                    warm.append(warm_once(server, ROOT, script))
+                    cold.append(start_once(ROOT, script))
+            cc, wc = (statistics.median(r[0] for r in rs) for rs in (cold, warm))
+            cw, ww = (statistics.median(r[1] for r in rs) for rs in (cold, warm))
+            print(f"| {script} | {cc:.2f} | {wc:.2f} | {cw:.2f} | {ww:.2f} | {wc / cc:.2f} "
+                  f"| {cc - wc:.2f} |")  # fmt: skip
+    finally:
+        server.stdin.close()
+        server.wait()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -76,7 +159,10 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="another checkout to compare with")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--scripts", nargs="+", default=DEFAULT)
+    ap.add_argument("--warm", action="store_true", help="lead 3: forked from a warm parent")
     args = ap.parse_args()
+    if args.warm:
+        return warm_main(args)
     trees = {"this": ROOT} | ({"baseline": args.baseline} if args.baseline else {})
     print(f"load {' '.join(f'{v:.1f}' for v in os.getloadavg())}; medians of {args.repeats}")
     print("| script | checkout | torch | CPU-s | wall-s | CPU this/baseline |")
