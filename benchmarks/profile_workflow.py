@@ -10,8 +10,12 @@ Reads a run directory (the one Snakemake ran in):
     through ``ibrobust.io`` (writing a figure includes rendering it), MLflow streaming, and
     the rest (compute).
   * ``results/benchmarks/**.tsv``: Snakemake's benchmark file of the rules that declare one
-    (same relative path as the log). Where present, its ``s`` and ``cpu_time`` are the job's
-    wall and CPU (measured by Snakemake around the whole job), else the log's.
+    (same relative path as the log). Where present, its ``s`` is the job's wall (measured by
+    Snakemake around the whole process), else the log's. CPU always comes from the log
+    (``getrusage`` of the job process, exact): Snakemake's ``cpu_time`` is sampled, once a
+    second for the first 30 s and then every 30 s (``snakemake.benchmark``), so it misses the
+    CPU after the last sample - in a 24 s training job it read 15.4 CPU-s against the
+    process's own 23.0.
 
 Jobs without a ``phases`` line (still running, failed, or from before the line existed) are
 counted as "unprofiled" and left out. Wall times depend on the machine's load; CPU-seconds
@@ -73,8 +77,8 @@ def read_jobs(run_dir: Path) -> tuple[list[dict], int]:
         if tsv.is_file():
             with open(tsv) as fh:
                 row = next(csv.DictReader(fh, delimiter="\t"), None)
-            if row and row.get("cpu_time") not in (None, "", "NA"):
-                job.update(wall=float(row["s"]), cpu=float(row["cpu_time"]), source="benchmark")
+            if row and row.get("s") not in (None, "", "NA"):  # wall only: see the docstring
+                job.update(wall=float(row["s"]), source="benchmark")
         jobs.append(job)
     return jobs, unprofiled
 

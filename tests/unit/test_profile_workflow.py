@@ -33,7 +33,7 @@ def run(tmp_path):
     (logs / "attack" / "running.log").write_text("2026-11-25 10:00:00 INFO x: start attack\n")
     bench = tmp_path / "results" / "benchmarks" / "train"
     bench.mkdir(parents=True)
-    (bench / "b.tsv").write_text("s\tcpu_time\n7.5\t6.25\n")  # Snakemake's numbers win
+    (bench / "b.tsv").write_text("s\tcpu_time\n7.5\t6.25\n")  # its wall wins, not its CPU
     return tmp_path
 
 
@@ -43,27 +43,28 @@ def test_sums_medians_and_span(run):
     by = {j["rule"]: [] for j in jobs}
     for j in jobs:
         by[j["rule"]].append(j)
-    assert sorted(j["cpu"] for j in by["train"]) == [2.0, 6.25]
+    assert sorted(j["cpu"] for j in by["train"]) == [2.0, 4.0]  # the logs' CPU
+    assert sorted(j["wall"] for j in by["train"]) == [3.0, 7.5]  # b: the benchmark's wall
     assert pw.span(jobs) == 10.0  # 10:00:00 -> 10:00:10
     text = pw.report(jobs, unprofiled)
-    assert "3 jobs profiled (1 without a phases line), 9 CPU-s" in text
+    assert "3 jobs profiled (1 without a phases line), 7 CPU-s" in text
     assert "run span (first job start to last job end) 10 s" in text
-    assert "| train | 2 | 8 | 10 | 4.12 | 5.25 |" in text  # wall 3.0 (log) + 7.5 (benchmark)
+    assert "| train | 2 | 6 | 10 | 3.00 | 5.25 |" in text  # wall 3.0 (log) + 7.5 (benchmark)
 
 
 def test_packing_by_hand(run):
-    """Jobs at [0, 3], [1, 4], [5, 10] s with 9.25 CPU-s on 2 cores: span 10 s against
-    9.25 / 2 = 4.625 s; occupied 1 + 2x2 + 1 + 0 + 5 = 11 of 2 x 10 core-seconds; two jobs
+    """Jobs at [0, 3], [1, 4], [5, 10] s with 7 CPU-s on 2 cores: span 10 s against
+    7 / 2 = 3.5 s; occupied 1 + 2x2 + 1 + 0 + 5 = 11 of 2 x 10 core-seconds; two jobs
     ran at once last at 3 s, so the tail is 7 s."""
     jobs, _ = pw.read_jobs(run)
     p = pw.packing(jobs, cores=2)
-    assert p["ratio"] == pytest.approx(10 / 4.625)
+    assert p["ratio"] == pytest.approx(10 / 3.5)
     assert p["occupied"] == pytest.approx(0.55)
     assert p["tail"] == 7.0
     one = pw.packing(jobs, cores=1)  # on one core the overlap counts once: 9 of 10 s
     assert one["occupied"] == pytest.approx(0.9) and one["tail"] == 0.0
     text = pw.report(jobs, 0, cores=2)
-    assert "packing on 2 cores: span = 2.16 x (job CPU-s / 2), jobs occupied 55 %" in text
+    assert "packing on 2 cores: span = 2.86 x (job CPU-s / 2), jobs occupied 55 %" in text
     assert "the last 7 s ran fewer than 2 jobs" in text
 
 
@@ -76,11 +77,11 @@ def test_saved_jobs_serve_as_baseline(run, tmp_path):
         (j["rule"], j["cpu"], j["start"]) for j in jobs
     ]
     text = pw.report(jobs, 0, again)
-    assert "Baseline: 3 jobs, 9 CPU-s, span 10 s; packing on 2 cores" in text
+    assert "Baseline: 3 jobs, 7 CPU-s, span 10 s; packing on 2 cores" in text
     assert (
         "| fa_figure | 1 | 1 | 3 | 1.00 | 3.00 | 0.20 (0.50) | 1.00 | 3.00 | 0.20 (0.50) |" in text
     )
-    assert "| fa | 3 | 9 | 14 | 2 | 3 | 9 | 2 |" in text  # per study: this run, then baseline
+    assert "| fa | 3 | 7 | 14 | 2 | 3 | 7 | 2 |" in text  # per study: this run, then baseline
 
 
 def test_readme_block_is_replaced_between_markers(tmp_path):
