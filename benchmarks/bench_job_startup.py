@@ -28,6 +28,7 @@ child's CPU (its ``wait4`` rusage) plus the client's, measured the same way.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import statistics
@@ -88,19 +89,24 @@ def run_probe(checkout: Path, code: str) -> tuple[float, float, bool]:
 WARM = ("torch", "numpy", "ibrobust.experiments.networks", "ibrobust.experiments.robustness")
 CLIENT = "import snakemake.script, socket, sys\nprint('torch' in sys.modules)"  # a thin client
 SERVER = """
-import os, resource, sys, time
+import os, sys, time
 for m in sys.argv[1:]:
     __import__(m)
+out = os.fdopen(os.dup(1), "w")  # the protocol's channel: what a probe prints goes to stderr
+os.dup2(2, 1)
 for line in sys.stdin:  # one probe per line: modules to import in a forked child
     t0 = time.perf_counter()
-    pid = os.fork()
+    pid = os.fork()  # the fork's own cost is the parent's: not in the child's rusage
     if pid == 0:
-        for m in line.split():
-            __import__(m)
+        try:
+            for m in line.split():
+                __import__(m)
+        except BaseException:
+            os._exit(1)
         os._exit(0)
     _, status, ru = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
-    print(ru.ru_utime + ru.ru_stime, wall, status, flush=True)
+    print(ru.ru_utime + ru.ru_stime, wall, os.waitstatus_to_exitcode(status), file=out, flush=True)
 """
 
 
@@ -119,9 +125,12 @@ def warm_once(server: subprocess.Popen, checkout: Path, script: str) -> tuple[fl
     modules = imported_modules(checkout / "workflow_scripts" / script)
     server.stdin.write(" ".join(modules) + "\n")
     server.stdin.flush()
-    cpu, wall, status = server.stdout.readline().split()
-    if int(status) != 0:
-        raise RuntimeError(f"warm probe of {script} failed (wait status {status})")
+    reply = server.stdout.readline().split()
+    if len(reply) != 3:
+        raise RuntimeError(f"the warm parent ended (exit code {server.wait()}) on {script}")
+    cpu, wall, code = reply
+    if int(code) != 0:
+        raise RuntimeError(f"warm probe of {script} failed in the child (exit code {code})")
     client_cpu, client_wall, _ = run_probe(checkout, CLIENT)
     return float(cpu) + client_cpu, float(wall) + client_wall
 
@@ -148,7 +157,10 @@ def warm_main(args) -> None:
             print(f"| {script} | {cc:.2f} | {wc:.2f} | {cw:.2f} | {ww:.2f} | {wc / cc:.2f} "
                   f"| {cc - wc:.2f} |")  # fmt: skip
     finally:
-        server.stdin.close()
+        with contextlib.suppress(BrokenPipeError):
+            server.stdin.close()
+        if server.poll() is None and sys.exc_info()[0] is not None:
+            server.kill()
         server.wait()
 
 
@@ -162,6 +174,8 @@ def main() -> None:
     ap.add_argument("--warm", action="store_true", help="lead 3: forked from a warm parent")
     args = ap.parse_args()
     if args.warm:
+        if args.baseline:
+            ap.error("--warm measures this checkout only; drop --baseline")
         return warm_main(args)
     trees = {"this": ROOT} | ({"baseline": args.baseline} if args.baseline else {})
     print(f"load {' '.join(f'{v:.1f}' for v in os.getloadavg())}; medians of {args.repeats}")

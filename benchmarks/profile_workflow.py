@@ -12,10 +12,10 @@ Reads a run directory (the one Snakemake ran in):
   * ``results/benchmarks/**.tsv``: Snakemake's benchmark file of the rules that declare one
     (same relative path as the log). Where present, its ``s`` is the job's wall (measured by
     Snakemake around the whole process), else the log's. CPU always comes from the log
-    (``getrusage`` of the job process, exact): Snakemake's ``cpu_time`` is sampled, once a
-    second for the first 30 s and then every 30 s (``snakemake.benchmark``), so it misses the
-    CPU after the last sample - in a 24 s training job it read 15.4 CPU-s against the
-    process's own 23.0.
+    (``getrusage`` of the job process and its reaped children, up to the phases line):
+    Snakemake's ``cpu_time`` is sampled, every 0.5 s for the first 30 samples (about 15 s)
+    and then every 30 s (``snakemake.benchmark``, 9.27), so it misses the CPU after the last
+    sample - in a 24 s training job it read 15.4 CPU-s against the process's own 23.0.
 
 Jobs without a ``phases`` line (still running, failed, or from before the line existed) are
 counted as "unprofiled" and left out. Wall times depend on the machine's load; CPU-seconds
@@ -156,14 +156,16 @@ def median(values: list[float]) -> float:
 
 
 def rule_table(jobs: list[dict], baseline: list[dict] | None) -> list[str]:
-    by_rule = _group(jobs, "rule")
-    base = _group(baseline or [], "rule")
+    """Per rule of this run or the baseline (a rule only one of them has gets zeros or "-"
+    on the other side), by this run's CPU-s, then the baseline's."""
+    by_rule, base = _group(jobs, "rule"), _group(baseline or [], "rule")
     rows = _header(
         ["rule", "jobs", "CPU-s", "wall-s", "median CPU", "median wall", "median start-up (CPU)"],
-        ["median CPU", "median wall", "median start-up (CPU)"],
+        ["jobs", "CPU-s", "median CPU", "median wall", "median start-up (CPU)"],
         baseline is not None,
     )
-    for rule, js in sorted(by_rule.items(), key=lambda kv: -_sum(kv[1], "cpu")):
+    for rule in _by_cpu(by_rule, base):
+        js = by_rule.get(rule, [])
         row = (
             f"| {rule} | {len(js)} | {_sum(js, 'cpu'):.0f} | {_sum(js, 'wall'):.0f} | "
             f"{_med(js, 'cpu')} | {_med(js, 'wall')} | "
@@ -172,7 +174,7 @@ def rule_table(jobs: list[dict], baseline: list[dict] | None) -> list[str]:
         if baseline is not None:
             b = base.get(rule, [])
             row += (
-                f" {_med(b, 'cpu')} | {_med(b, 'wall')} | "
+                f" {len(b)} | {_sum(b, 'cpu'):.0f} | {_med(b, 'cpu')} | {_med(b, 'wall')} | "
                 f"{_med(b, 'startup')} ({_med(b, 'startup_cpu')}) |"
             )
         rows.append(row)
@@ -185,8 +187,9 @@ def study_table(jobs: list[dict], baseline: list[dict] | None = None) -> list[st
         ["jobs", "CPU-s", "start-up CPU-s"],
         baseline is not None,
     )
-    base = _group(baseline or [], "study")
-    for study, js in sorted(_group(jobs, "study").items(), key=lambda kv: -_sum(kv[1], "cpu")):
+    by_study, base = _group(jobs, "study"), _group(baseline or [], "study")
+    for study in _by_cpu(by_study, base):
+        js = by_study.get(study, [])
         row = (
             f"| {study} | {len(js)} | {_sum(js, 'cpu'):.0f} | {_sum(js, 'wall'):.0f} | "
             f"{_sum(js, 'startup_cpu'):.0f} |"
@@ -196,6 +199,14 @@ def study_table(jobs: list[dict], baseline: list[dict] | None = None) -> list[st
             row += f" {len(b)} | {_sum(b, 'cpu'):.0f} | {_sum(b, 'startup_cpu'):.0f} |"
         rows.append(row)
     return rows
+
+
+def _by_cpu(this: dict[str, list[dict]], base: dict[str, list[dict]]) -> list[str]:
+    """The keys of both runs, by this run's CPU-s, then the baseline's (both descending)."""
+    keys = set(this) | set(base)
+    return sorted(
+        keys, key=lambda k: (-_sum(this.get(k, []), "cpu"), -_sum(base.get(k, []), "cpu"))
+    )
 
 
 def phase_table(jobs: list[dict]) -> list[str]:

@@ -79,9 +79,34 @@ def test_saved_jobs_serve_as_baseline(run, tmp_path):
     text = pw.report(jobs, 0, again)
     assert "Baseline: 3 jobs, 7 CPU-s, span 10 s; packing on 2 cores" in text
     assert (
-        "| fa_figure | 1 | 1 | 3 | 1.00 | 3.00 | 0.20 (0.50) | 1.00 | 3.00 | 0.20 (0.50) |" in text
+        "| fa_figure | 1 | 1 | 3 | 1.00 | 3.00 | 0.20 (0.50) | 1 | 1 | 1.00 | 3.00 | 0.20 (0.50) |"
+        in text
     )
     assert "| fa | 3 | 7 | 14 | 2 | 3 | 7 | 2 |" in text  # per study: this run, then baseline
+
+
+def test_a_rule_or_study_of_one_run_only_keeps_its_row(run):
+    """A rule the baseline had and this run lost (renamed, merged) still shows, with zeros on
+    this run's side; a rule only this run has shows "-" on the baseline's."""
+    jobs, _ = pw.read_jobs(run)
+    gone = {**jobs[0], "rule": "attack_readout", "study": "old", "cpu": 9.0, "wall": 9.5}
+    text = pw.report([j for j in jobs if j["rule"] != "fa_figure"], 0, [*jobs, gone])
+    assert "| attack_readout | 0 | 0 | 0 | - | - | - (-) | 1 | 9 | 9.00 | 9.50 |" in text
+    assert "| fa_figure | 0 | 0 | 0 | - | - | - (-) | 1 | 1 | 1.00 | 3.00 |" in text
+    assert "| old | 0 | 0 | 0 | 0 | 1 | 9 |" in text
+    text = pw.report([*jobs, gone], 0, jobs)
+    assert "| attack_readout | 1 | 9 | 10 | 9.00 | 9.50 |" in text
+    assert text.count("| attack_readout |") == 1
+
+
+@pytest.mark.parametrize(
+    "tsv", ["", "s\tcpu_time\n", "s\tcpu_time\nNA\t1.0\n", "s\tcpu_time\n\t1.0\n", "x\n1\n"]
+)
+def test_a_benchmark_file_without_a_wall_leaves_the_log_wall(run, tsv):
+    (run / "results" / "benchmarks" / "train" / "b.tsv").write_text(tsv)
+    jobs, _ = pw.read_jobs(run)
+    b = next(j for j in jobs if j["rule"] == "train" and j["cpu"] == 4.0)
+    assert b["wall"] == 3.0 and b["source"] == "log"
 
 
 def test_readme_block_is_replaced_between_markers(tmp_path):
