@@ -66,16 +66,20 @@ def start_once(checkout: Path, script: str) -> tuple[float, float, bool]:
     return run_probe(checkout, PROBE.format(imports=imports))
 
 
+def checkout_env(checkout: Path) -> dict[str, str]:
+    """This environment with the checkout's library and workflow scripts on the path."""
+    paths = [str(checkout / "src"), str(checkout / "workflow_scripts")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def run_probe(checkout: Path, code: str) -> tuple[float, float, bool]:
     """(CPU-s, wall-s, torch imported) of a fresh interpreter running ``code`` on the
     checkout's library and scripts."""
-    scripts = checkout / "workflow_scripts"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout / "src"), str(scripts)])}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", code],
-        env=env,
+        env=checkout_env(checkout),
         capture_output=True,
         text=True,
         check=True,
@@ -112,10 +116,8 @@ for line in sys.stdin:  # one probe per line: modules to import in a forked chil
 
 def warm_server(checkout: Path) -> subprocess.Popen:
     """The long-lived parent: imports ``WARM`` once, then forks one child per probe line."""
-    scripts = checkout / "workflow_scripts"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout / "src"), str(scripts)])}
     return subprocess.Popen(
-        [sys.executable, "-c", SERVER, *WARM], env=env, stdin=subprocess.PIPE,
+        [sys.executable, "-c", SERVER, *WARM], env=checkout_env(checkout), stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
 
