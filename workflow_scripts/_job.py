@@ -15,6 +15,9 @@ records its job id (log line and tag ``slurm.job_id``) and node.
 
 from __future__ import annotations
 
+import _warm
+from _warm import process_age
+
 import atexit
 import logging
 import os
@@ -31,7 +34,8 @@ from _tracking import JobRun, mask_secrets, run_key
 from ibrobust import io
 from ibrobust.provenance import flatten
 
-_signals.die_on_interrupt()  # until the Job exists, SIGINT ends the job at once
+# until the Job exists, SIGINT ends the job at once (again in every job forked warm)
+_warm.on_job_start(_signals.die_on_interrupt)
 
 
 class Job:
@@ -55,7 +59,9 @@ class Job:
         handler.addFilter(_mask_record)
         self.log.addHandler(handler)
         self._t0 = time.monotonic()
-        self._startup = (process_age(), cpu_seconds())  # interpreter + imports, wall and CPU
+        # interpreter + imports, wall and CPU; a job forked warm adds its client's start-up
+        client_wall, self._client_cpu = _warm.CLIENT_STARTUP
+        self._startup = (client_wall + process_age(), self._client_cpu + cpu_seconds())
         self._tracking = 0.0
         _lifecycle.watch_invocation()  # lifecycle: the job ends when its snakemake is gone
         _signals.interrupt_once()  # a second SIGINT cannot cut the closing of the run short
@@ -86,9 +92,10 @@ class Job:
         self._tracking += time.perf_counter() - t0
         where = " ".join(f"slurm_{k}={v}" for k, v in slurm.items())
         self.log.info(
-            "start %s threads=%d mlflow=%s host=%s%s",
+            "start %s threads=%d launch=%s mlflow=%s host=%s%s",
             name,
             self.threads,
+            "warm" if _warm.ROLE == "job" else "fresh",
             self.run.via,
             socket.gethostname(),
             f" {where}" if where else "",
@@ -187,7 +194,7 @@ class Job:
         compute = max(0.0, job - data - write - self._tracking)
         values = {
             "wall": startup + job,
-            "cpu": cpu_seconds(),
+            "cpu": self._client_cpu + cpu_seconds(),
             "startup": startup,
             "startup_cpu": startup_cpu,
             "data": data,
@@ -228,18 +235,6 @@ def set_threads(n: int) -> int:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = str(n)
     return n
-
-
-def process_age() -> float:
-    """Wall seconds since this process started (Linux /proc; 0.0 where unknown)."""
-    try:
-        with open("/proc/self/stat") as fh:
-            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as fh:
-            uptime = float(fh.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0.0
-    return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
 
 
 def cpu_seconds() -> float:

@@ -67,7 +67,8 @@ def job_processes(root: int | None = None) -> list[int]:
     """The processes of the local jobs of the snakemake process ``root`` (default: this
     one): its children and all their descendants, except children that lead a session of
     their own - the run's MLflow tracking server (``_server`` starts it so), which must
-    stay up until the jobs' runs are closed and ``onerror`` stops it."""
+    stay up until the jobs' runs are closed and ``onerror`` stops it, and the warm job
+    server (``_warm_server``), whose forked jobs get the signal from their clients."""
     root = os.getpid() if root is None else root
     procs = _processes()
     children: dict[int, list[int]] = {}

@@ -1,6 +1,8 @@
 """Rule price_train: robust ERM of one algorithm on every draw x eps fraction of one
 (regime, n), as one vectorised batch; per-problem metrics and the solutions."""
 
+import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
+
 import time
 
 import torch
@@ -8,6 +10,7 @@ from _job import Job
 
 from ibrobust.io import load_npz, save_csv, save_npz
 from ibrobust.studies.price_linear.experiment import (
+    JOB_METRICS,
     algorithm_of,
     erm_config,
     metrics_table,
@@ -15,11 +18,6 @@ from ibrobust.studies.price_linear.experiment import (
     train_problems,
 )
 
-# job metric -> metrics-table column (means over draws per eps fraction)
-METRICS = {"train.robust_acc": "train_robust_acc", "test.robust_acc": "test_robust_acc",
-           "test.clean_acc": "test_clean_acc", "gap.robust": "robust_gap", "gap.clean": "clean_gap",
-           "w.l1_norm": "l1_norm", "w.l2_norm": "l2_norm", "iters": "iters",
-           "converged": "converged"}  # fmt: skip
 p = snakemake.params
 with Job(snakemake) as job:
     train = load_npz(snakemake.input.train)
@@ -44,7 +42,7 @@ with Job(snakemake) as job:
              eps_fraction=grid.eps_fraction, eps=grid.eps)  # fmt: skip
     means = table.drop(columns="algorithm").astype(float).groupby("eps_fraction").mean()
     for i, (frac, row) in enumerate(means.iterrows()):
-        job.metrics({"eps_fraction": frac, **{m: row[c] for m, c in METRICS.items()}}, step=i)
+        job.metrics({"eps_fraction": frac, **{m: row[c] for m, c in JOB_METRICS.items()}}, step=i)
         job.log.info(
             "eps=%.2f gamma*: robust gap %.3f, robust test acc %.3f, clean test acc %.3f, "
             "iters %.0f, converged %.2f",

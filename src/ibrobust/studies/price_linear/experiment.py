@@ -127,6 +127,14 @@ def train_problems(
     return train_robust_erm(x[rows], y[rows], torch.as_tensor(grid.eps, dtype=x.dtype), config)
 
 
+# MLflow metric of a price_train job -> its :func:`metrics_table` column (means over draws
+# per eps fraction)
+JOB_METRICS = {"train.robust_acc": "train_robust_acc", "test.robust_acc": "test_robust_acc",
+               "test.clean_acc": "test_clean_acc", "gap.robust": "robust_gap",
+               "gap.clean": "clean_gap", "w.l1_norm": "l1_norm", "w.l2_norm": "l2_norm",
+               "iters": "iters", "converged": "converged"}  # fmt: skip
+
+
 def metrics_table(
     result: RobustERMResult,
     grid: ProblemGrid,
