@@ -250,3 +250,33 @@ def test_every_script_a_rule_runs_imports_warm_first():
         s: _first_import(SCRIPTS / s) for s in scripts if _first_import(SCRIPTS / s) != "_warm"
     }
     assert not wrong, wrong
+
+
+def test_a_job_forked_after_torch_was_imported_runs_parallel_ops(tmp_path):
+    """torch's OpenMP pool is not fork-safe once started: the server imports torch but never
+    runs an op, so a forked job can use several threads (a hang here fails by timeout)."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "job.py").write_text("import torch\n")
+    sock, log = tmp_path / "s", tmp_path / "warm.log"
+    env = {**os.environ, "PYTHONPATH": str(SCRIPTS)}
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "_warm_server.py"), str(sock), str(os.getpid()), str(log),
+         str(scripts)],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert _wait(sock.exists, 60), log.read_text()
+        env.update({_warm.ENV_SOCKET: str(sock), _warm.ENV_HOST: os.uname().nodename,
+                    _warm.ENV_PYTHON: os.path.realpath(sys.executable)})  # fmt: skip
+        body = (
+            "import torch\nassert _warm.ROLE == 'job'\ntorch.set_num_threads(2)\n"
+            "a = torch.randn(512, 512)\nprint(float((a @ a).sum().isfinite()),"
+            " torch.get_num_threads())\n"
+        )
+        res = run(script(tmp_path, body), env, tmp_path)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.split() == ["1.0", "2"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
