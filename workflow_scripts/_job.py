@@ -185,9 +185,11 @@ class Job:
 
     def phases(self) -> str:
         """``phases wall=.. cpu=.. startup=.. startup_cpu=.. data=.. compute=.. tracking=..
-        write=..`` (seconds): the process's wall and CPU so far, of which interpreter start +
-        imports (up to Job()), input reads and output writes through ibrobust.io, MLflow
-        streaming, and the rest (compute). benchmarks/profile_workflow.py parses this line."""
+        write=.. max_rss_mb=..`` (seconds): the process's wall and CPU so far, of which
+        interpreter start + imports (up to Job(); a job forked warm adds its client's),
+        input reads and output writes through ibrobust.io, MLflow streaming, and the rest
+        (compute); then its peak memory in MB. benchmarks/profile_workflow.py parses this
+        line."""
         startup, startup_cpu = self._startup
         job = time.monotonic() - self._t0
         data, write = io.SECONDS["data"], io.SECONDS["write"]
@@ -201,6 +203,9 @@ class Job:
             "compute": compute,
             "tracking": self._tracking,
             "write": write,
+            # peak resident memory of the job process (Snakemake's benchmark max_rss is the
+            # client's when the job was forked warm)
+            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
         return "phases " + " ".join(f"{k}={v:.3f}" for k, v in values.items())
 
@@ -217,11 +222,7 @@ def end_process_now() -> None:
     if getattr(sys, "last_value", None) is not None:
         return
     logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # closed or broken: nothing more can be said there
-            pass
+    _warm.flush_std_streams()
     os._exit(0)
 
 

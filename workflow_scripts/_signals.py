@@ -30,6 +30,8 @@ own handling (SIGINT cancels the SLURM jobs with ``scancel``) stays as it is.
 
 from __future__ import annotations
 
+from _warm import flush_std_streams
+
 import atexit
 import os
 import signal
@@ -181,11 +183,7 @@ def exit_without_teardown() -> bool:
 def _exit_now(status: int) -> None:
     atexit.unregister(_exit_now)
     atexit._run_exitfuncs()  # the other exit handlers (log files, temporary directories)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # closed or broken: nothing more can be said there
-            pass
+    flush_std_streams()
     os._exit(status)
 
 

@@ -77,11 +77,23 @@ def _server_address() -> str | None:
     main = sys.modules.get("__main__")
     if type(getattr(main, "snakemake", None)).__name__ != "Snakemake":
         return None
-    if env.get(ENV_HOST) != socket.gethostname():
-        return None
-    if env.get(ENV_PYTHON) != os.path.realpath(sys.executable):
+    if env.get(ENV_HOST) != socket.gethostname() or env.get(ENV_PYTHON) != interpreter():
         return None
     return path
+
+
+def interpreter() -> str:
+    """This interpreter and environment (two venvs of one base Python share the binary)."""
+    return f"{os.path.realpath(sys.executable)}|{sys.prefix}"
+
+
+def flush_std_streams() -> None:
+    """Flush stdout and stderr before the process ends without the interpreter's teardown."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, broken or None
+            pass
 
 
 def process_age() -> float:
@@ -104,7 +116,8 @@ def _own_startup() -> tuple[float, float]:
 
 
 def request(startup: tuple[float, float]) -> bytes:
-    """What the client sends (repr of a dict of str/int/float: parsed with literal_eval)."""
+    """What the client sends (repr of a dict of str/int/float/list: parsed with literal_eval);
+    ``ignored``: the signals this process ignores (``nohup``: SIGHUP), ignored by the job too."""
     umask = os.umask(0)
     os.umask(umask)
     return repr(
@@ -114,6 +127,7 @@ def request(startup: tuple[float, float]) -> bytes:
             "env": dict(os.environ),
             "umask": umask,
             "startup": startup,
+            "ignored": [int(s) for s in FORWARDED if signal.getsignal(s) == signal.SIG_IGN],
         }
     ).encode()
 
@@ -134,64 +148,83 @@ def hand_off() -> None:
     except OSError:
         conn.close()
         return
-    end_with(_wait_for_job(conn))
+    status = _Wait(conn).status()
+    if status is not None:
+        end_with(status)
+    conn.close()  # the job never started (no pid came): it starts here, the ordinary way
 
 
-def _wait_for_job(conn: socket.socket) -> int:
-    """The client's wait: signals forwarded to the job; the job's status, as the server
-    reports it (exit code, or minus the signal that ended it)."""
-    reader = conn.makefile("rb")
-    job_pid = None
-    forwarded = None
+class _Wait:
+    """The client's wait for its job. Signals it does not ignore go to the job's process
+    group (the job and what it started, as a terminal's Ctrl-C reaches them), queued until
+    the job's pid is known. :meth:`status` is the job's status as the server reports it
+    (exit code, or minus the signal that ended it); None when the connection ended before
+    the job started (then nothing ran and the client may run the script itself)."""
 
-    def forward(signum, frame):
-        nonlocal forwarded
-        forwarded = signum
-        if job_pid is not None:
-            try:
-                os.kill(job_pid, signum)
-            except ProcessLookupError:
-                pass
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn, self.pid, self.pending, self.got = conn, None, [], []
+        self.saved = {}
+        for sig in FORWARDED:
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                self.saved[sig] = signal.signal(sig, self.forward)
 
-    for sig in FORWARDED:
-        signal.signal(sig, forward)
-    status = None
-    while True:
+    def forward(self, signum, frame) -> None:
+        self.got.append(signum)
+        if self.pid is None:
+            self.pending.append(signum)
+        else:
+            self._send(signum)
+
+    def _send(self, signum: int) -> None:
         try:
-            line = reader.readline()
-        except InterruptedError:
-            continue
-        if not line:
-            break
-        word, _, value = line.decode().partition(" ")
-        if word == "pid":
-            job_pid = int(value)
-            if forwarded is not None:  # a signal came before the job existed
-                os.kill(job_pid, forwarded)
-        elif word == "status":
-            status = int(value)
-            break
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
+            os.killpg(self.pid, signum)
+        except (ProcessLookupError, PermissionError):  # already ended
             pass
-    if status is None:  # the server went away before the job ended
-        print(
-            "ibrobust: the warm job server ended before this job did; the job's status is "
-            "unknown (see results/logs/warm_start.log)",
-            file=sys.stderr,
-            flush=True,
-        )
-        status = -forwarded if forwarded else 1
-    return status
+
+    def status(self) -> int | None:
+        reader = self.conn.makefile("rb")
+        status = None
+        while True:
+            try:
+                line = reader.readline()
+            except InterruptedError:
+                continue
+            except OSError:  # reset: as an end of the connection
+                line = b""
+            if not line:
+                break
+            word, _, value = line.decode().partition(" ")
+            if word == "pid":
+                self.pid = int(value)
+                while self.pending:  # signals that came before the job existed, in order
+                    self._send(self.pending.pop(0))
+            elif word == "status":
+                status = int(value)
+                break
+        flush_std_streams()
+        if status is None and self.pid is None:
+            if self.got:  # stopped before its job existed: end as that signal would have
+                return -self.got[0]
+            for sig, handler in self.saved.items():
+                signal.signal(sig, handler)
+            return None
+        if status is None:  # the server went away before the job ended
+            print(
+                "ibrobust: the warm job server ended before this job did; the job's status "
+                "is unknown (see results/logs/warm_start.log)",
+                file=sys.stderr,
+                flush=True,
+            )
+            status = -self.got[-1] if self.got else 1
+        return status
 
 
 def end_with(status: int) -> None:
     """End this process as the job ended: ``status`` >= 0 is an exit code, < 0 a signal."""
     if status < 0:
         sig = -status
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+            signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
         os.kill(os.getpid(), sig)
         status = 128 + sig  # a signal whose default action does not end the process

@@ -13,17 +13,24 @@ import signal
 import socket
 import sys
 
-
 # ---- the server -----------------------------------------------------------------------------
+# imported besides the scripts' imports: every library module (kinds and claims modules are
+# loaded by name at run time), and what a job calls to take its threads (run_job)
+PRELOAD_PACKAGES = ("ibrobust",)
+PRELOAD_MODULES = ("threadpoolctl",)
+
+
 def preload(scripts_dir: str) -> list[str]:
     """Import every module the workflow scripts in ``scripts_dir`` import at top level (and
-    each ``from m import x`` whose x is a submodule); the modules that failed to import (a
-    script's optional dependency) are returned, not raised: that job imports it itself."""
+    each ``from m import x`` whose x is a submodule), every module of
+    :data:`PRELOAD_PACKAGES` and :data:`PRELOAD_MODULES`; the modules that failed to import
+    (an optional dependency) are returned, not raised: a job needing one imports it itself."""
     import ast
     import importlib
+    import pkgutil
     from pathlib import Path
 
-    modules: set[str] = set()
+    modules: set[str] = set(PRELOAD_MODULES)
     maybe: set[str] = set()  # from m import x: x may be a submodule or a name
     for script in sorted(Path(scripts_dir).glob("*.py")):
         for node in ast.parse(script.read_text()).body:
@@ -45,6 +52,13 @@ def preload(scripts_dir: str) -> list[str]:
                 importlib.import_module(name)
             except Exception:  # noqa: BLE001  (a name, not a module)
                 pass
+    for package in PRELOAD_PACKAGES:
+        pkg = sys.modules.get(package)
+        for info in pkgutil.walk_packages(getattr(pkg, "__path__", []), f"{package}."):
+            try:
+                importlib.import_module(info.name)
+            except Exception:  # noqa: BLE001
+                failed.append(info.name)
     return failed
 
 
@@ -87,7 +101,7 @@ class _Server:
     def listen(self) -> None:
         import select
 
-        wake_r, wake_w = os.pipe()  # SIGCHLD/SIGTERM wake the select at once
+        self.wake = wake_r, wake_w = os.pipe()  # SIGCHLD/SIGTERM wake the select at once
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w)
         signal.signal(signal.SIGTERM, self._on_stop)
@@ -125,8 +139,12 @@ class _Server:
             stream.flush()
         pid = os.fork()
         if pid == 0:
-            listener.close()
-            run_job(conn)  # never returns
+            try:  # nothing of the server's may run on in the job, whatever happens
+                for fd in (listener, *self.jobs.values(), *self.wake):
+                    os.close(fd if isinstance(fd, int) else fd.detach())
+                run_job(conn, self.log)  # exits
+            finally:
+                os._exit(1)
         self.jobs[pid] = conn
         self.served += 1
 
@@ -176,24 +194,34 @@ def _recv_exactly(conn: socket.socket, n: int) -> bytes:
     return buf
 
 
-def run_job(conn: socket.socket) -> None:
-    """In the forked child: become the client's job, run its script, exit with its status."""
+def run_job(conn: socket.socket, server_log) -> None:
+    """In the forked child: become the client's job, run its script, exit with its status.
+    A failure before the job exists (its pid not yet sent) ends the child with no word to
+    the client, which then runs the script itself; the server's log says why (the
+    exception's type only: the request holds the job's environment)."""
+    try:
+        _take_over(conn)
+    except BaseException as exc:  # noqa: BLE001
+        server_log.write(f"a hand-off failed before its job started: {type(exc).__name__}\n")
+        server_log.flush()
+        os._exit(1)
+    server_log.close()
+    _watch_client(conn)
+    for fn in _warm.JOB_START_HOOKS:
+        fn()
+    os._exit(_run_script(sys.argv[0]))
+
+
+def _take_over(conn: socket.socket) -> None:
+    """The client's process state, as a fresh interpreter started in its place would have
+    it: streams, directory, environment, umask, argv, signals, process group, threads."""
     import ast
+    import tempfile
 
     _warm.ROLE = "job"
     signal.set_wakeup_fd(-1)
-    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        head, fds, _, _ = socket.recv_fds(conn, _warm.HEADER.size, 3)
-        req = ast.literal_eval(_recv_exactly(conn, _warm.HEADER.unpack(head)[0]).decode())
-    except Exception:  # noqa: BLE001  (a broken hand-off: into the server's log, status 1)
-        import traceback
-
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
+    head, fds, _, _ = socket.recv_fds(conn, _warm.HEADER.size, 3)
+    req = ast.literal_eval(_recv_exactly(conn, _warm.HEADER.unpack(head)[0]).decode())
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -203,13 +231,33 @@ def run_job(conn: socket.socket) -> None:
     os.umask(req["umask"])
     sys.argv = req["argv"]
     sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+    sys.stdout.reconfigure(line_buffering=os.isatty(1))
+    tempfile.tempdir = None  # TMPDIR of the job's environment
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in req.get("ignored", []):  # e.g. SIGHUP under nohup
+        signal.signal(sig, signal.SIG_IGN)
+    os.setpgid(0, 0)  # a group of its own: the client signals the job and what it starts
+    _threads(os.environ.get("OMP_NUM_THREADS"))
+    np = sys.modules.get("numpy")
+    if np is not None:  # random state as a fresh interpreter has it (``random`` reseeds at fork)
+        np.random.seed()
     _warm.CLIENT_STARTUP = tuple(req["startup"])
-    conn.sendall(f"pid {os.getpid()}\n".encode())
-    _watch_client(conn)
-    _fresh_state()
-    for fn in _warm.JOB_START_HOOKS:
-        fn()
-    os._exit(_run_script(sys.argv[0]))
+    conn.sendall(f"pid {os.getpid()}\n".encode())  # from here on the job exists
+
+
+def _threads(value: str | None) -> None:
+    """The job's thread count (Snakemake sets OMP_NUM_THREADS & co. to the rule's threads)
+    for the thread pools the server's imports loaded before the job's environment existed:
+    numpy's BLAS, OpenMP (torch reads its own at ``Job()``, ``_job.set_threads``)."""
+    if not (value and value.isdigit()):
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # the `workflow` extra brings it; without it the pools stay as loaded
+        return
+    threadpool_limits(int(value))
 
 
 def _watch_client(conn: socket.socket) -> None:
@@ -223,16 +271,9 @@ def _watch_client(conn: socket.socket) -> None:
                 pass
         except OSError:
             pass
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.killpg(0, signal.SIGKILL)  # the job's group: the job and what it started
 
     threading.Thread(target=watch, name="ibrobust-warm-client", daemon=True).start()
-
-
-def _fresh_state() -> None:
-    """Random state as a fresh interpreter has it (``random`` reseeds itself at fork)."""
-    np = sys.modules.get("numpy")
-    if np is not None:
-        np.random.seed()
 
 
 def _run_script(path: str) -> int:
@@ -259,11 +300,7 @@ def _run_script(path: str) -> int:
         status = 1
     threading._shutdown()  # noqa: SLF001  (what the interpreter does before the exit handlers)
     atexit._run_exitfuncs()  # noqa: SLF001
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    _warm.flush_std_streams()
     if interrupted:
         _warm.end_with(-signal.SIGINT)
     return status
@@ -297,8 +334,8 @@ class WarmServer:
         import subprocess
         import tempfile
 
-        if self.proc is not None:
-            return False
+        if self.proc is not None or not sys.platform.startswith("linux"):
+            return False  # fork after these imports is safe on Linux only (not macOS)
         os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
         # a short path: a Unix socket's is limited to ~107 bytes; 0700, this user only
         self.dir = tempfile.mkdtemp(prefix="ibrobust-warm-")
@@ -315,7 +352,7 @@ class WarmServer:
         os.environ.update(
             {
                 _warm.ENV_SOCKET: path,
-                _warm.ENV_PYTHON: os.path.realpath(sys.executable),
+                _warm.ENV_PYTHON: _warm.interpreter(),
                 _warm.ENV_HOST: socket.gethostname(),
             }
         )

@@ -51,33 +51,40 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-@pytest.fixture
-def server(tmp_path):
-    """A warm server (child of this process) preloading a scripts folder of its own: one
-    module (_hooked) with a job-start hook; yields the environment a client needs."""
+def start_server(tmp_path: Path, modules: dict[str, str]) -> dict:
+    """A warm server (child of this process) preloading a scripts folder of its own that
+    holds ``modules`` (file name -> text); the environment a client needs, the process."""
     scripts = tmp_path / "scripts"
     scripts.mkdir()
-    (scripts / "_hooked.py").write_text(HOOKED)
-    (scripts / "job.py").write_text("import _hooked\n")
+    for name, text in modules.items():
+        (scripts / name).write_text(text)
     sock, log = tmp_path / "s", tmp_path / "warm.log"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(scripts)])}
     env.pop(_warm.ENV_SOCKET, None)
-    proc = subprocess.Popen(
-        [sys.executable, str(SCRIPTS / "_warm_server.py"), str(sock), str(os.getpid()), str(log),
-         str(scripts)],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=open(log, "a"), start_new_session=True,
-    )  # fmt: skip
-    assert _wait(sock.exists), log.read_text()
+    with open(log, "a") as err:
+        proc = subprocess.Popen(
+            [sys.executable, str(SCRIPTS / "_warm_server.py"), str(sock), str(os.getpid()),
+             str(log), str(scripts)],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+            start_new_session=True,
+        )  # fmt: skip
+    assert _wait(sock.exists, 60), log.read_text()
     client_env = {
         **env,
         _warm.ENV_SOCKET: str(sock),
-        _warm.ENV_PYTHON: os.path.realpath(sys.executable),
+        _warm.ENV_PYTHON: _warm.interpreter(),
         _warm.ENV_HOST: os.uname().nodename,
     }
-    yield {"env": client_env, "proc": proc, "log": log, "socket": sock, "scripts": scripts}
-    proc.terminate()
-    proc.wait(10)
+    return {"env": client_env, "proc": proc, "log": log, "socket": sock}
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A server whose scripts import one module (_hooked) with a job-start hook."""
+    srv = start_server(tmp_path, {"_hooked.py": HOOKED, "job.py": "import _hooked\n"})
+    yield srv
+    srv["proc"].kill()
+    srv["proc"].wait(10)
 
 
 def script(tmp_path: Path, body: str, preamble: str = PREAMBLE) -> Path:
@@ -138,6 +145,7 @@ def test_without_a_server_or_outside_a_snakemake_script_the_script_runs_itself(s
         ("import sys\nsys.exit('bad value of key x')\n", 1, "bad value of key x"),
         ("raise ValueError('boom')\n", 1, "ValueError: boom"),
         ("import atexit\natexit.register(print, 'at exit')\n", 0, ""),
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", -9, ""),
     ],
 )
 def test_the_clients_status_is_the_jobs(server, tmp_path, body, status, stderr):
@@ -150,7 +158,7 @@ def test_the_clients_status_is_the_jobs(server, tmp_path, body, status, stderr):
         assert res.stdout.strip().endswith("at exit")
 
 
-def _start(server, tmp_path, body: str):
+def _start(server, tmp_path, body: str, **popen):
     pidfile = tmp_path / "job.pid"
     path = script(
         tmp_path,
@@ -158,7 +166,7 @@ def _start(server, tmp_path, body: str):
     )
     client = subprocess.Popen(
         [sys.executable, str(path)], env=server["env"], cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen,
     )  # fmt: skip
     assert _wait(lambda: pidfile.exists() and pidfile.read_text())
     job = int(pidfile.read_text())
@@ -252,31 +260,102 @@ def test_every_script_a_rule_runs_imports_warm_first():
     assert not wrong, wrong
 
 
-def test_a_job_forked_after_torch_was_imported_runs_parallel_ops(tmp_path):
+def test_a_job_forked_after_torch_was_imported_runs_parallel_ops_with_its_threads(tmp_path):
     """torch's OpenMP pool is not fork-safe once started: the server imports torch but never
-    runs an op, so a forked job can use several threads (a hang here fails by timeout)."""
-    scripts = tmp_path / "scripts"
-    scripts.mkdir()
-    (scripts / "job.py").write_text("import torch\n")
-    sock, log = tmp_path / "s", tmp_path / "warm.log"
-    env = {**os.environ, "PYTHONPATH": str(SCRIPTS)}
-    proc = subprocess.Popen(
-        [sys.executable, str(SCRIPTS / "_warm_server.py"), str(sock), str(os.getpid()), str(log),
-         str(scripts)],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+    runs an op, so a forked job can use several threads (a hang here fails by timeout).
+    The BLAS/OpenMP pools the server loaded take the job's OMP_NUM_THREADS (threadpoolctl),
+    as a fresh interpreter's would at load."""
+    srv = start_server(tmp_path, {"job.py": "import numpy\nimport torch\n"})
     try:
-        assert _wait(sock.exists, 60), log.read_text()
-        env.update({_warm.ENV_SOCKET: str(sock), _warm.ENV_HOST: os.uname().nodename,
-                    _warm.ENV_PYTHON: os.path.realpath(sys.executable)})  # fmt: skip
         body = (
-            "import torch\nassert _warm.ROLE == 'job'\ntorch.set_num_threads(2)\n"
-            "a = torch.randn(512, 512)\nprint(float((a @ a).sum().isfinite()),"
-            " torch.get_num_threads())\n"
+            "import torch\nfrom threadpoolctl import threadpool_info\n"
+            "assert _warm.ROLE == 'job'\n"
+            "print(max(p['num_threads'] for p in threadpool_info()))\n"
+            "torch.set_num_threads(2)\n"
+            "a = torch.randn(512, 512)\nprint(float((a @ a).sum().isfinite()))\n"
         )
+        env = {**srv["env"], "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
         res = run(script(tmp_path, body), env, tmp_path)
         assert res.returncode == 0, res.stderr
-        assert res.stdout.split() == ["1.0", "2"]
+        assert res.stdout.split() == ["1", "1.0"]
     finally:
-        proc.terminate()
-        proc.wait(10)
+        srv["proc"].kill()
+        srv["proc"].wait(10)
+
+
+def test_a_client_under_nohup_keeps_sighup_ignored_in_its_job(server, tmp_path):
+    client, job = _start(
+        server, tmp_path,
+        "import signal\ntime.sleep(0.5)\nprint(signal.getsignal(signal.SIGHUP) == signal.SIG_IGN)\n",
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )  # fmt: skip
+    client.send_signal(signal.SIGHUP)  # ignored by the client, not forwarded
+    out, err = client.communicate(timeout=20)
+    assert client.returncode == 0, err
+    assert out.splitlines()[-1] == "True"  # (after the hook's line)
+
+
+def test_a_job_inherits_no_descriptor_of_the_server(server, tmp_path):
+    body = (
+        "import os\nout = []\n"
+        "for f in sorted(int(f) for f in os.listdir('/proc/self/fd')):\n"
+        "    try:\n"
+        "        out.append(os.readlink(f'/proc/self/fd/{f}')[:7]) if f > 2 else None\n"
+        "    except FileNotFoundError:  # the listing's own directory handle, closed by now\n"
+        "        pass\n"
+        "print(out)\n"
+    )
+    res = run(script(tmp_path, body), server["env"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    # only the job's own connection to its client: no listener, no other job's connection,
+    # no wake-up pipe, no server log
+    assert ast.literal_eval(res.stdout.splitlines()[-1]) == ["socket:"], res.stdout
+
+
+def test_when_the_server_dies_during_a_job_the_client_fails_with_a_message(server, tmp_path):
+    client, job = _start(server, tmp_path, "time.sleep(1.0)\n")
+    server["proc"].kill()
+    out, err = client.communicate(timeout=20)
+    assert client.returncode == 1
+    assert "warm job server ended before this job did" in err
+
+
+class _Peer:
+    """The server's end of a client connection, played by the test."""
+
+    def __init__(self):
+        import socket
+
+        self.client, self.server = socket.socketpair()
+
+
+def test_the_clients_wait_queues_signals_until_the_job_exists(capsys):
+    peer = _Peer()
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                              start_new_session=True)  # fmt: skip
+    wait = _warm._Wait(peer.client)
+    try:
+        wait.forward(signal.SIGTERM, None)  # before the pid: queued, not lost
+        peer.server.sendall(f"pid {target.pid}\nstatus 0\n".encode())
+        assert wait.status() == 0
+        assert target.wait(10) == -signal.SIGTERM  # delivered to the job's group
+    finally:
+        for sig, handler in wait.saved.items():
+            signal.signal(sig, handler)
+        target.kill()
+
+
+def test_the_clients_wait_without_a_job_lets_the_client_start_it_itself():
+    peer = _Peer()
+    before = signal.getsignal(signal.SIGTERM)
+    wait = _warm._Wait(peer.client)
+    peer.server.close()  # the job never started: no pid
+    assert wait.status() is None
+    assert signal.getsignal(signal.SIGTERM) is before  # the client's handlers are back
+    peer = _Peer()
+    wait = _warm._Wait(peer.client)
+    wait.forward(signal.SIGINT, None)  # a stop came first: the client ends as it says
+    peer.server.close()
+    assert wait.status() == -signal.SIGINT
+    for sig, handler in wait.saved.items():
+        signal.signal(sig, handler)
