@@ -1,7 +1,7 @@
 """Robust-ERM epoch time: our trainer (train_network + adversarial option) vs a plain loop.
 
-Same net (Study PRICE-NN's FC net or the CPU-scale Madry CNN), same data (MNIST 2 vs 7, n
-images), same algorithm (full-batch GD or sign descent), same attack (l_inf PGD, 10 steps
+Same net (Study PRICE-NN's FC net or its CPU-scale Madry CNN, ``madry_cnn_cpu``: use
+``--width 32``), same data (MNIST 2 vs 7, n images), same algorithm (full-batch GD or sign descent), same attack (l_inf PGD, 10 steps
 of 2.5 eps / 10, random start, box [0, 1]). The plain loop is what one writes by hand in
 PyTorch: perturb with PGD on the training loss, one backward, one manual parameter update.
 Both run ``--epochs`` epochs after one warm-up round; the rounds alternate, in turns,
@@ -46,7 +46,9 @@ def make_net(arch: str, shape, width: int):
     gen = torch_generator(0, "bench", arch)
     if arch == "fc":
         return build_fc(FCConfig(width=width, init_scale=0.1), shape, torch.ones(1), gen)
-    cfg = ImageModelConfig(kind="cnn", channels=(8, 16), hidden=(width,))
+    # Study PRICE-NN's CNN (config.yaml madry_cnn_cpu) with ``--width`` dense units
+    cfg = ImageModelConfig(kind="cnn", channels=(4, 8), kernel=5, hidden=(width,),
+                           channels_last=True)  # fmt: skip
     return build_image_model(cfg, shape, torch.tensor([1.0, -1.0]), gen)
 
 
