@@ -207,7 +207,7 @@ class Job:
             # client's when the job was forked warm)
             "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
-        return "phases " + " ".join(f"{k}={v:.3f}" for k, v in values.items())
+        return _warm.phases_line(values)
 
 
 def end_process_now() -> None:

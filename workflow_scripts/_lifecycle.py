@@ -208,10 +208,10 @@ def end_interrupted_job() -> None:
     closed: die by SIGINT at once, as Python would after its interpreter teardown - which
     for a job that imported torch takes seconds on a busy machine (4.6-4.9 s measured at
     load 35), seconds Snakemake waits before it can stop."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGINT)
+    from _warm import end_with, flush_std_streams
+
+    flush_std_streams()
+    end_with(-signal.SIGINT)
 
 
 # ---- MLflow: the parent runs of dead invocations ----------------------------------------------

@@ -219,6 +219,12 @@ class _Wait:
         return status
 
 
+def phases_line(values: dict[str, float]) -> str:
+    """``phases k=v ...`` (3 decimals): the last timing line of a job's log, and of the warm
+    server's (benchmarks/profile_workflow.py parses it)."""
+    return "phases " + " ".join(f"{k}={v:.3f}" for k, v in values.items())
+
+
 def end_with(status: int) -> None:
     """End this process as the job ended: ``status`` >= 0 is an exit code, < 0 a signal."""
     if status < 0:

@@ -8,10 +8,23 @@ from __future__ import annotations
 
 import _warm
 
+import ast
+import atexit
+import importlib
 import os
+import pkgutil
+import resource
+import runpy
+import select
+import shutil
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
 
 # ---- the server -----------------------------------------------------------------------------
 # imported besides the scripts' imports: every library module (kinds and claims modules are
@@ -25,10 +38,6 @@ def preload(scripts_dir: str) -> list[str]:
     each ``from m import x`` whose x is a submodule), every module of
     :data:`PRELOAD_PACKAGES` and :data:`PRELOAD_MODULES`; the modules that failed to import
     (an optional dependency) are returned, not raised: a job needing one imports it itself."""
-    import ast
-    import importlib
-    import pkgutil
-    from pathlib import Path
 
     modules: set[str] = set(PRELOAD_MODULES)
     maybe: set[str] = set()  # from m import x: x may be a submodule or a name
@@ -83,13 +92,11 @@ class _Server:
         self.say(f"start warm_start - @shared threads=1 pid={os.getpid()} watching={watch}")
 
     def say(self, msg: str, when: str | None = None) -> None:
-        import time
 
         when = when or time.strftime("%Y-%m-%d %H:%M:%S")
         self.log.write(f"{when} INFO ibrobust.warm_start: {msg}\n")
 
     def load(self, scripts_dir: str) -> None:
-        import time
 
         t0 = time.monotonic()
         failed = preload(scripts_dir)
@@ -99,7 +106,6 @@ class _Server:
         self.say(f"imports ready in {self.ready:.2f} s ({len(sys.modules)} modules{left})")
 
     def listen(self) -> None:
-        import select
 
         self.wake = wake_r, wake_w = os.pipe()  # SIGCHLD/SIGTERM wake the select at once
         os.set_blocking(wake_w, False)
@@ -167,7 +173,6 @@ class _Server:
             conn.close()
 
     def close(self) -> None:
-        import resource
 
         self._reap()
         use = resource.getrusage(resource.RUSAGE_SELF)
@@ -176,11 +181,9 @@ class _Server:
         self.say(f"{reason}: served {self.served} jobs; {len(self.jobs)} still running")
         # the profile's phases line: the server's CPU over its whole life (imports and forks),
         # stamped when its imports were ready, so that its busy interval is its start-up
-        self.say(
-            f"phases wall={self.ready:.3f} cpu={cpu:.3f} startup={self.ready:.3f} "
-            f"startup_cpu={cpu:.3f} data=0.000 compute=0.000 tracking=0.000 write=0.000",
-            when=self.ready_at,
-        )
+        phases = {"wall": self.ready, "cpu": cpu, "startup": self.ready, "startup_cpu": cpu}
+        phases.update(dict.fromkeys(("data", "compute", "tracking", "write"), 0.0))
+        self.say(_warm.phases_line(phases), when=self.ready_at)
 
 
 # ---- a job, forked from the server ------------------------------------------------------------
@@ -215,8 +218,6 @@ def run_job(conn: socket.socket, server_log) -> None:
 def _take_over(conn: socket.socket) -> None:
     """The client's process state, as a fresh interpreter started in its place would have
     it: streams, directory, environment, umask, argv, signals, process group, threads."""
-    import ast
-    import tempfile
 
     _warm.ROLE = "job"
     signal.set_wakeup_fd(-1)
@@ -263,7 +264,6 @@ def _threads(value: str | None) -> None:
 def _watch_client(conn: socket.socket) -> None:
     """A daemon thread: the client closing the connection before the job ends means it was
     killed (SIGKILL after the stop's grace, or by the system): the job is killed with it."""
-    import threading
 
     def watch() -> None:
         try:
@@ -280,9 +280,6 @@ def _run_script(path: str) -> int:
     """Run ``path`` as ``__main__`` and end the way the interpreter would: non-daemon
     threads joined, exit handlers run, an uncaught exception's traceback printed (status 1),
     KeyboardInterrupt ending the process by SIGINT. Returns the exit status."""
-    import atexit
-    import runpy
-    import threading
 
     status = 0
     interrupted = False
@@ -330,9 +327,6 @@ class WarmServer:
         self.dir = None
 
     def start(self, log_path: str) -> bool:
-        import atexit
-        import subprocess
-        import tempfile
 
         if self.proc is not None or not sys.platform.startswith("linux"):
             return False  # fork after these imports is safe on Linux only (not macOS)
@@ -360,8 +354,6 @@ class WarmServer:
         return True
 
     def stop(self, timeout: float = 5.0) -> None:
-        import shutil
-        import subprocess
 
         for var in (_warm.ENV_SOCKET, _warm.ENV_PYTHON, _warm.ENV_HOST):
             os.environ.pop(var, None)
