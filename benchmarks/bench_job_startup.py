@@ -14,21 +14,11 @@ seconds, whether torch got imported, and the ratio this / baseline. Never assert
 
 Without ``--baseline`` only this checkout is measured. ``python -X importtime`` on the same
 imports shows where the time goes; torch alone is ~2 CPU-seconds here.
-
-``--warm`` measures issue 28's lead 3 (start-up paid once for many jobs) before it is built:
-the same probe forked from one long-lived parent that has already imported torch, numpy and
-the library's heavy modules (``WARM``), against a fresh interpreter, alternating. A job on
-that path would still pay a thin client (a fresh interpreter importing only what Snakemake's
-script preamble imports, ``snakemake.script``, plus a socket): the warm column is the forked
-child's CPU (its ``wait4`` rusage) plus the client's, measured the same way.
-
-    python benchmarks/bench_job_startup.py --warm [--repeats 5] [--scripts train.py ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import resource
 import statistics
@@ -90,82 +80,6 @@ def run_probe(checkout: Path, code: str) -> tuple[float, float, bool]:
     return cpu, wall, out.stdout.strip() == "True"
 
 
-WARM = ("torch", "numpy", "ibrobust.experiments.networks", "ibrobust.experiments.robustness")
-CLIENT = "import snakemake.script, socket, sys\nprint('torch' in sys.modules)"  # a thin client
-SERVER = """
-import os, sys, time
-for m in sys.argv[1:]:
-    __import__(m)
-out = os.fdopen(os.dup(1), "w")  # the protocol's channel: what a probe prints goes to stderr
-os.dup2(2, 1)
-for line in sys.stdin:  # one probe per line: modules to import in a forked child
-    t0 = time.perf_counter()
-    pid = os.fork()  # the fork's own cost is the parent's: not in the child's rusage
-    if pid == 0:
-        try:
-            for m in line.split():
-                __import__(m)
-        except BaseException:
-            os._exit(1)
-        os._exit(0)
-    _, status, ru = os.wait4(pid, 0)
-    wall = time.perf_counter() - t0
-    print(ru.ru_utime + ru.ru_stime, wall, os.waitstatus_to_exitcode(status), file=out, flush=True)
-"""
-
-
-def warm_server(checkout: Path) -> subprocess.Popen:
-    """The long-lived parent: imports ``WARM`` once, then forks one child per probe line."""
-    return subprocess.Popen(
-        [sys.executable, "-c", SERVER, *WARM], env=checkout_env(checkout), stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-
-
-def warm_once(server: subprocess.Popen, checkout: Path, script: str) -> tuple[float, float]:
-    """(CPU-s, wall-s) of one probe on the warm path: the forked child plus a thin client."""
-    modules = imported_modules(checkout / "workflow_scripts" / script)
-    server.stdin.write(" ".join(modules) + "\n")
-    server.stdin.flush()
-    reply = server.stdout.readline().split()
-    if len(reply) != 3:
-        raise RuntimeError(f"the warm parent ended (exit code {server.wait()}) on {script}")
-    cpu, wall, code = reply
-    if int(code) != 0:
-        raise RuntimeError(f"warm probe of {script} failed in the child (exit code {code})")
-    client_cpu, client_wall, _ = run_probe(checkout, CLIENT)
-    return float(cpu) + client_cpu, float(wall) + client_wall
-
-
-def warm_main(args) -> None:
-    server = warm_server(ROOT)
-    print(f"load {' '.join(f'{v:.1f}' for v in os.getloadavg())}; medians of {args.repeats}; "
-          f"warm parent imported {', '.join(WARM)}")  # fmt: skip
-    print("| script | cold CPU-s | warm CPU-s (child + client) | cold wall-s | warm wall-s "
-          "| CPU warm/cold | CPU saved per job |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    try:
-        for script in args.scripts:
-            cold, warm = [], []
-            for i in range(args.repeats):  # alternate which path goes first
-                if i % 2 == 0:
-                    cold.append(start_once(ROOT, script))
-                    warm.append(warm_once(server, ROOT, script))
-                else:
-                    warm.append(warm_once(server, ROOT, script))
-                    cold.append(start_once(ROOT, script))
-            cc, wc = (statistics.median(r[0] for r in rs) for rs in (cold, warm))
-            cw, ww = (statistics.median(r[1] for r in rs) for rs in (cold, warm))
-            print(f"| {script} | {cc:.2f} | {wc:.2f} | {cw:.2f} | {ww:.2f} | {wc / cc:.2f} "
-                  f"| {cc - wc:.2f} |")  # fmt: skip
-    finally:
-        with contextlib.suppress(BrokenPipeError):
-            server.stdin.close()
-        if server.poll() is None and sys.exc_info()[0] is not None:
-            server.kill()
-        server.wait()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -173,12 +87,7 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="another checkout to compare with")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--scripts", nargs="+", default=DEFAULT)
-    ap.add_argument("--warm", action="store_true", help="lead 3: forked from a warm parent")
     args = ap.parse_args()
-    if args.warm:
-        if args.baseline:
-            ap.error("--warm measures this checkout only; drop --baseline")
-        return warm_main(args)
     trees = {"this": ROOT} | ({"baseline": args.baseline} if args.baseline else {})
     print(f"load {' '.join(f'{v:.1f}' for v in os.getloadavg())}; medians of {args.repeats}")
     print("| script | checkout | torch | CPU-s | wall-s | CPU this/baseline |")

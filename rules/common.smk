@@ -20,7 +20,6 @@ import _preflight  # noqa: E402  (workflow_scripts/_preflight.py: image data che
 import _lifecycle  # noqa: E402  (workflow_scripts/_lifecycle.py: invocation pid/host, stale locks)
 import _scheduler  # noqa: E402  (workflow_scripts/_scheduler.py: Snakemake's timer chains)
 import _signals  # noqa: E402  (workflow_scripts/_signals.py: SIGINT/SIGTERM stop the jobs)
-import _warm_server  # noqa: E402  (workflow_scripts/_warm.py: local jobs forked from a warm server)
 
 _scheduler.coalesce_reevaluations()  # one pending scheduler re-evaluation, not one per job
 
@@ -333,7 +332,6 @@ TRACKING = _tracking.WorkflowTracking(config, CONFIG_HASH, workflow.basedir)
 # (path -> artifact folder; e.g. the claims ledger, rules/claims.smk)
 PARENT_ARTIFACTS = {}
 INVOCATION_START = time.time()
-WARM_START_LOG = "results/logs/warm_start.log"  # the warm job server's (config warm_start)
 # a password given with --config stays in Snakemake's log (.snakemake/log): say so, once
 _SECRET_WARNING = _tracking.command_line_warning(workflow.config_settings.config)
 if _SECRET_WARNING and workflow.is_main_process:
@@ -350,13 +348,9 @@ onstart:
         sys.exit(f"ibrobust: {err}")
     except Exception as err:  # any other store error: no traceback, no credential in the log
         sys.exit(f"ibrobust: MLflow tracking could not start: {_tracking.mask_secrets(str(err))}")
-    # last: the server's environment (tracking URI, invocation) is the jobs'; local runs only
-    if config["warm_start"] and workflow.is_main_process and workflow.local_exec:
-        _warm_server.SERVER.start(WARM_START_LOG)
 
 
 onsuccess:
-    _warm_server.SERVER.stop()
     try:
         TRACKING.log_parent_artifacts(PARENT_ARTIFACTS, INVOCATION_START)
         TRACKING.end("FINISHED")
@@ -365,7 +359,6 @@ onsuccess:
 
 
 onerror:
-    _warm_server.SERVER.stop()
     try:
         TRACKING.end("KILLED" if _signals.stopped_by_signal() else "FAILED")
     finally:

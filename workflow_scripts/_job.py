@@ -15,9 +15,6 @@ records its job id (log line and tag ``slurm.job_id``) and node.
 
 from __future__ import annotations
 
-import _warm
-from _warm import process_age
-
 import atexit
 import logging
 import os
@@ -29,13 +26,14 @@ from typing import Any
 
 import _lifecycle
 import _signals
+from _lifecycle import flush_std_streams
 from _tracking import JobRun, mask_secrets, run_key
 
 from ibrobust import io
 from ibrobust.provenance import flatten
 
-# until the Job exists, SIGINT ends the job at once (again in every job forked warm)
-_warm.on_job_start(_signals.die_on_interrupt)
+# until the Job exists, SIGINT ends the job at once
+_signals.die_on_interrupt()
 
 
 class Job:
@@ -59,9 +57,8 @@ class Job:
         handler.addFilter(_mask_record)
         self.log.addHandler(handler)
         self._t0 = time.monotonic()
-        # interpreter + imports, wall and CPU; a job forked warm adds its client's start-up
-        client_wall, self._client_cpu = _warm.CLIENT_STARTUP
-        self._startup = (client_wall + process_age(), self._client_cpu + cpu_seconds())
+        # interpreter + imports, wall and CPU
+        self._startup = (process_age(), cpu_seconds())
         self._tracking = 0.0
         _lifecycle.watch_invocation()  # lifecycle: the job ends when its snakemake is gone
         _signals.interrupt_once()  # a second SIGINT cannot cut the closing of the run short
@@ -92,10 +89,9 @@ class Job:
         self._tracking += time.perf_counter() - t0
         where = " ".join(f"slurm_{k}={v}" for k, v in slurm.items())
         self.log.info(
-            "start %s threads=%d launch=%s mlflow=%s host=%s%s",
+            "start %s threads=%d mlflow=%s host=%s%s",
             name,
             self.threads,
-            "warm" if _warm.ROLE == "job" else "fresh",
             self.run.via,
             socket.gethostname(),
             f" {where}" if where else "",
@@ -186,7 +182,7 @@ class Job:
     def phases(self) -> str:
         """``phases wall=.. cpu=.. startup=.. startup_cpu=.. data=.. compute=.. tracking=..
         write=.. max_rss_mb=..`` (seconds): the process's wall and CPU so far, of which
-        interpreter start + imports (up to Job(); a job forked warm adds its client's),
+        interpreter start + imports (up to Job()),
         input reads and output writes through ibrobust.io, MLflow streaming, and the rest
         (compute); then its peak memory in MB. benchmarks/profile_workflow.py parses this
         line."""
@@ -196,18 +192,17 @@ class Job:
         compute = max(0.0, job - data - write - self._tracking)
         values = {
             "wall": startup + job,
-            "cpu": self._client_cpu + cpu_seconds(),
+            "cpu": cpu_seconds(),
             "startup": startup,
             "startup_cpu": startup_cpu,
             "data": data,
             "compute": compute,
             "tracking": self._tracking,
             "write": write,
-            # peak resident memory of the job process (Snakemake's benchmark max_rss is the
-            # client's when the job was forked warm)
+            # peak resident memory of the job process
             "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
-        return _warm.phases_line(values)
+        return phases_line(values)
 
 
 def end_process_now() -> None:
@@ -222,8 +217,26 @@ def end_process_now() -> None:
     if getattr(sys, "last_value", None) is not None:
         return
     logging.shutdown()
-    _warm.flush_std_streams()
+    flush_std_streams()
     os._exit(0)
+
+
+def phases_line(values: dict[str, float]) -> str:
+    """``phases k=v ...`` (3 decimals): the last timing line of a job's log
+    (benchmarks/profile_workflow.py parses it)."""
+    return "phases " + " ".join(f"{k}={v:.3f}" for k, v in values.items())
+
+
+def process_age() -> float:
+    """Wall seconds since this process started (Linux /proc; 0.0 where unknown)."""
+    try:
+        with open("/proc/self/stat") as fh:
+            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
 
 
 def set_threads(n: int) -> int:

@@ -203,15 +203,25 @@ def watch_invocation(interval: float = WATCH_INTERVAL) -> threading.Thread | Non
     return thread
 
 
+def flush_std_streams() -> None:
+    """Flush stdout and stderr before the process ends without the interpreter's teardown."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, broken or None
+            pass
+
+
 def end_interrupted_job() -> None:
     """In a job that Ctrl-C interrupted (KeyboardInterrupt), once its log and run are
     closed: die by SIGINT at once, as Python would after its interpreter teardown - which
     for a job that imported torch takes seconds on a busy machine (4.6-4.9 s measured at
     load 35), seconds Snakemake waits before it can stop."""
-    from _warm import end_with, flush_std_streams
-
     flush_std_streams()
-    end_with(-signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    os.kill(os.getpid(), signal.SIGINT)
+    os._exit(128 + signal.SIGINT)  # not reached: SIGINT's default action ends the process
 
 
 # ---- MLflow: the parent runs of dead invocations ----------------------------------------------

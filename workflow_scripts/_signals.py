@@ -30,8 +30,6 @@ own handling (SIGINT cancels the SLURM jobs with ``scancel``) stays as it is.
 
 from __future__ import annotations
 
-from _warm import flush_std_streams
-
 import atexit
 import os
 import signal
@@ -41,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _lifecycle import ENV_INVOCATION
+from _lifecycle import ENV_INVOCATION, flush_std_streams
 
 KILL_GRACE = 5.0  # s from a job's SIGINT to SIGKILL of what is left of it
 POLL = 0.2  # s between looks at the jobs while they end (a scan of /proc each)
@@ -69,8 +67,7 @@ def job_processes(root: int | None = None) -> list[int]:
     """The processes of the local jobs of the snakemake process ``root`` (default: this
     one): its children and all their descendants, except children that lead a session of
     their own - the run's MLflow tracking server (``_server`` starts it so), which must
-    stay up until the jobs' runs are closed and ``onerror`` stops it, and the warm job
-    server (``_warm_server``), whose forked jobs get the signal from their clients."""
+    stay up until the jobs' runs are closed and ``onerror`` stops it."""
     root = os.getpid() if root is None else root
     procs = _processes()
     children: dict[int, list[int]] = {}

@@ -1,7 +1,5 @@
 """Rule analyze: cosines of a trained model's neurons with the class features (any model)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _job import Job
 
 from ibrobust.analysis.cosines import neuron_cosines

@@ -1,8 +1,6 @@
 """Rules attack and attack_readouts_<study>: robust accuracy of one model over a radius grid,
 every attack + worst case, under each of ``params.readouts`` (one table and summary each)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _job import Job
 
 from ibrobust.data.dataset import dataset_from_arrays

@@ -1,7 +1,5 @@
 """Rule attack_audit_table: each attack's critical radius against the exact radii."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _figures import gather_json
 from _job import Job
 

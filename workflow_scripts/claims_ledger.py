@@ -3,8 +3,6 @@ the studies' outputs, every verdict decided on a ``level`` interval, and its fig
 claim's interval against its rule); for a scale ladder's rungs also each claim's trend over
 them (trend.md, .csv)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _job import Job
 
 from ibrobust.claims.ledger import build_ledger, study_outputs

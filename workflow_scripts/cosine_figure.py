@@ -1,7 +1,5 @@
 """Rule cosine_figure: cosine heatmaps of neurons vs class features, binary vs multi-class (first seed)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _figures import gather_csv, save_outputs
 from _job import Job
 

@@ -1,7 +1,5 @@
 """Rule dataset: make one dataset file (synthetic draw or real-image subset) for one seed."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import hashlib
 from pathlib import Path
 

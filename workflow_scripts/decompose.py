@@ -1,7 +1,5 @@
 """Rule decompose: lambda decomposition of a two-layer net's neurons over its checkpoints."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _job import Job
 

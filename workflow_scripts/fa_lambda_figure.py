@@ -3,8 +3,6 @@
 The index per checkpoint is the one the decompose job computed (its ``decomposition.json``
 trajectory), not recomputed here from the lambda table."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _figures import gather_csv, gather_json, save_outputs
 from _job import Job

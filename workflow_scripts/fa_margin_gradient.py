@@ -1,8 +1,6 @@
 """Rule fa_margin_gradient: margin vs input gradient per test point, every trained and
 reference net of a feature-averaging study and each binary readout (issue 11 section 2)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _figures import save_outputs
 from _job import Job

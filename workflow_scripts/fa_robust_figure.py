@@ -1,8 +1,6 @@
 """Rule fa_robust_figure: robust accuracy vs radius, binary / multi-class / robust reference,
 one row per binary readout of the k-class nets."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _figures import gather_csv, save_outputs
 from _job import Job
 

@@ -1,8 +1,6 @@
 """Rule fa_scaling_figure: critical radius (worst case per readout) vs each swept dataset
 key, and the fitted log-log slopes per line (scaling_summary)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _figures import gather_csv, save_outputs
 from _job import Job
 

@@ -1,8 +1,6 @@
 """Rule fa_summary_table: critical radii, clean accuracy and averaging index per setting and
 binary readout (2-class and reference nets, with one score, repeat under each readout)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _figures import gather_json
 from _job import Job

@@ -1,8 +1,6 @@
 """Rule images_robust_figure: robust accuracy vs l2 radius per dataset, 2-class vs k-class,
 one row per dataset and binary readout."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _figures import gather_csv, save_outputs
 from _job import Job
 

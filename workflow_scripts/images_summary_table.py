@@ -1,7 +1,5 @@
 """Rule images_summary_table: clean and robust accuracy at the report radii, vs the paper."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _figures import gather_csv, gather_json
 from _job import Job

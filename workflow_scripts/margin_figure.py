@@ -3,8 +3,6 @@ history with the checkpoints marked (the first run; the CSV holds every run); ro
 robust accuracy vs eps per checkpoint, train and test, l2 and l_inf; distance_vs_margin: per
 point, the minimal distance against the point's normalized margin, with the certificate."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _figures import gather_csv, save_outputs
 from _job import Job

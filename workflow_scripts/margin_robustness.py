@@ -2,8 +2,6 @@
 adversarial distances on train and test points (FAB l2 / l_inf, the l2 PGD-bisection
 cross-check, the certificate q / beta) and the margins they are plotted against."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import time
 
 from _job import Job

@@ -4,8 +4,6 @@ study reports: monotonicity of the smoothed normalized margin after the data is 
 lowest loss reached, whether every logged value is finite, the certificate check; the attack
 audit (which attack found each minimal distance) and every run's per-point distances."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import json
 
 import pandas as pd

@@ -2,8 +2,6 @@
 MARGIN); every accepted epoch goes to MLflow (step = epoch) and to the history CSV, the
 checkpoints at the loss thresholds and the last epoch to one file."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import time
 
 import pandas as pd

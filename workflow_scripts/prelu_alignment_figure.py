@@ -1,7 +1,5 @@
 """Rule prelu_alignment_figure: active neurons vs centres and class averages; single-centre fraction vs alpha."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _figures import save_outputs
 from _job import Job

@@ -1,8 +1,6 @@
 """Rule prelu_analyze: neuron alignment and distances to the ideal classifiers of every
 synthetic pReLU net of a study (one table row per run, one per neuron)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _job import Job
 

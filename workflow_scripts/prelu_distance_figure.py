@@ -1,7 +1,5 @@
 """Rule prelu_distance_figure: distance of the trained nets to F and F^(p) vs alpha."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _figures import save_outputs
 from _job import Job

@@ -1,7 +1,5 @@
 """Rule prelu_mnist_figure: MNIST robust accuracy vs radius per norm and task, beside Table 1."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _figures import gather_csv, save_outputs
 from _job import Job
 

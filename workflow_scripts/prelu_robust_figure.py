@@ -1,7 +1,5 @@
 """Rule prelu_robust_figure: robust accuracy vs l2 radius per p and alpha, with 1/sqrt(K), sqrt(2)/2."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _figures import gather_csv, save_outputs
 from _job import Job
 

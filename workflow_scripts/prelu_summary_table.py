@@ -1,7 +1,5 @@
 """Rule prelu_summary_table: per run and per (p, alpha) the robust accuracy, alignment and distances."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _figures import gather_json
 from _job import Job

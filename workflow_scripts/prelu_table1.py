@@ -1,7 +1,5 @@
 """Rule prelu_table1: our MNIST robust accuracies beside the paper's Table 1, column by column."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _figures import gather_json
 from _job import Job
 

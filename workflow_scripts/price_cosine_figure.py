@@ -1,8 +1,6 @@
 """Rule price_cosine_figure: cosines between the algorithms' solutions on the same problems
 vs eps / gamma* (they should approach 1 as eps -> gamma*, paper Lemma C.4)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _figures import save_outputs
 from _job import Job

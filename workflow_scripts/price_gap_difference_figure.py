@@ -1,8 +1,6 @@
 """Rule price_gap_difference_figure: regime x eps heatmap of the mean over n of
 gap(first) - gap(second), robust (paper Fig. 2 right) or clean (paper Fig. 6)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _figures import gather_csv, save_outputs
 from _job import Job
 

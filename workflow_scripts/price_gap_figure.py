@@ -1,8 +1,6 @@
 """Rule price_gap_figure: robust generalization gap vs n per algorithm, ERM and robust ERM
 side by side (one column per eps), one row per regime (paper Fig. 1 bottom, 2 left, 5)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _figures import gather_csv, save_outputs
 from _job import Job
 

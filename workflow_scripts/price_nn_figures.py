@@ -1,7 +1,5 @@
 """Rule price_nn_figures: accuracy curves, FC table, CNN heatmap and summary of Study PRICE-NN."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import json
 from types import SimpleNamespace as NS
 

@@ -1,7 +1,5 @@
 """Rule price_summary_table: per-setting means over draws (CSV) and the study's numbers (md)."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import pandas as pd
 from _figures import gather_csv
 from _job import Job

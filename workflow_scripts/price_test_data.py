@@ -1,8 +1,6 @@
 """Rule price_test_data: the teacher w* and the test set of one PRICE-LIN regime (shared by
 every n, eps and algorithm; the paper's "same test dataset across n and eps")."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import hashlib
 from pathlib import Path
 

@@ -1,8 +1,6 @@
 """Rule price_train: robust ERM of one algorithm on every draw x eps fraction of one
 (regime, n), as one vectorised batch; per-problem metrics and the solutions."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import time
 
 import torch

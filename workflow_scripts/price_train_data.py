@@ -1,7 +1,5 @@
 """Rule price_train_data: the training draws of one (regime, n) and their exact l_inf margins."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 import time
 
 import numpy as np

@@ -1,7 +1,5 @@
 """Rule train: train one model (any registry kind, any optimizer) or build the robust reference."""
 
-import _warm  # noqa: F401  (first: a warm job server, if running, takes the job from here)
-
 from _job import Job
 
 from ibrobust.data.dataset import dataset_from_arrays
