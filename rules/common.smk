@@ -18,13 +18,12 @@ use_checkout_library(workflow.basedir)
 import _tracking  # noqa: E402  (workflow_scripts/_tracking/: the only MLflow code)
 import _preflight  # noqa: E402  (workflow_scripts/_preflight.py: image data checked in onstart)
 import _lifecycle  # noqa: E402  (workflow_scripts/_lifecycle.py: invocation pid/host, stale locks)
-import _scheduler  # noqa: E402  (workflow_scripts/_scheduler.py: Snakemake's timer chains)
+import _scheduler  # noqa: E402  (workflow_scripts/_scheduler.py: Snakemake's timer chains, onstart)
 import _signals  # noqa: E402  (workflow_scripts/_signals.py: SIGINT/SIGTERM stop the jobs)
 
-_scheduler.coalesce_reevaluations()  # one pending scheduler re-evaluation, not one per job
-
-# a dead invocation's Snakemake locks go before Snakemake checks them
-if workflow.is_main_process:
+# a dead invocation's Snakemake locks go before Snakemake checks them (after parsing, before
+# onstart): only for a command that runs jobs, not a dry run, --lint or a report
+if workflow.is_main_process and _lifecycle.command_runs_jobs():
     _lifecycle.clear_stale_locks()
 from ibrobust import kinds, studies  # noqa: E402
 from ibrobust.studies import plan  # noqa: E402
@@ -339,6 +338,8 @@ if _SECRET_WARNING and workflow.is_main_process:
 
 
 onstart:
+    # one pending scheduler re-evaluation, not one per finished job (a Snakemake 9 defect)
+    _scheduler.coalesce_reevaluations(getattr(workflow, "scheduler", None))
     _preflight.check_data(workflow, DATASETS, config["data_root"])  # before the parent run
     _lifecycle.record(workflow)  # pid, host and locks of this invocation
     _signals.stop_jobs_on_signal(workflow)  # kill -INT/-TERM of snakemake alone stops the jobs

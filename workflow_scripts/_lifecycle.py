@@ -149,6 +149,30 @@ def forget(root: Path = Path()) -> None:
     _record_path(Invocation.current(), root).unlink(missing_ok=True)
 
 
+# Snakemake command-line modes that run no job (their locks are not checked, or only warned
+# about): a dry run, --lint, a report, --unlock, the summaries, listings and graphs
+NO_JOBS = (
+    "dryrun", "lint", "report", "unlock", "summary", "detailed_summary", "list_rules",
+    "list_target_rules", "list_changes", "list_input_changes", "list_params_changes",
+    "list_untracked", "list_conda_envs", "dag", "d3dag", "rulegraph", "filegraph",
+    "cleanup_metadata", "cleanup_shadow", "containerize", "archive", "export_cwl",
+    "generate_unit_tests", "print_compilation", "delete_all_output", "delete_temp_output",
+)  # fmt: skip
+
+
+def command_runs_jobs(argv: list[str] | None = None) -> bool:
+    """Whether this snakemake command line (``sys.argv``) may run jobs, read with Snakemake's
+    own argument parser (a workflow profile adds none of :data:`NO_JOBS`); False when it
+    cannot be read (Snakemake's API rather than its command line: nothing is assumed)."""
+    try:
+        from snakemake.cli import get_argument_parser
+
+        args, _ = get_argument_parser().parse_known_args(sys.argv[1:] if argv is None else argv)
+    except (SystemExit, Exception):  # not a snakemake command line
+        return False
+    return not any(getattr(args, mode, None) for mode in NO_JOBS)
+
+
 def clear_stale_locks(root: Path = Path()) -> list[str]:
     """Remove the Snakemake lock files of recorded invocations of this host whose process
     is gone (and their records); say which. Returns the removed files."""

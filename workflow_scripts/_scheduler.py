@@ -11,52 +11,61 @@ free. On this project's ``reproduce`` target (538 jobs, 2 cores) the Snakemake p
 itself used ~40 % of a core after 250 jobs, with 200 timer threads
 (``benchmarks/bench_scheduler.py`` measures it).
 
-The patch keeps the rate limiter's intent (the loop is re-evaluated at least once per
-timespan while jobs wait) with at most one pending timer: a pass that finds a timer already
-pending starts none. The timer is a daemon thread, so it never delays Snakemake's exit.
-Applied by ``rules/common.smk`` in the Snakemake process; a Snakemake without the method
-is left alone.
+:func:`coalesce_reevaluations` keeps the rate limiter's intent (the loop is re-evaluated at
+least once per timespan while jobs wait) with at most one pending timer: a pass that finds a
+timer already pending starts none. The timer is a daemon thread, so it never delays
+Snakemake's exit. It patches one scheduler, the run's own (``onstart`` in
+``rules/common.smk``: only runs that schedule jobs; a dry run, ``--lint`` or a report does
+not get it), and only on the Snakemake releases :data:`VERIFIED` holds, the ones whose
+method was read and measured: another release keeps its own method, and
+``tests/unit/test_scheduler_patch.py`` says when the installed Snakemake no longer starts a
+timer per pass (remove this module then) or is a newer release with the same defect (add
+it to :data:`VERIFIED`).
 """
 
 from __future__ import annotations
 
 import threading
+import types
+from typing import Any
 
-MARK = "_ibrobust_coalesced"
+# releases whose JobScheduler._schedule_reevalutation starts one timer per call (read and
+# measured); the patch applies to these only
+VERIFIED = ("9.27.1",)
 
 
-def coalesce_reevaluations() -> bool:
-    """Patch ``JobScheduler._schedule_reevalutation`` (Snakemake's spelling) to start a timer
-    only when none is pending. Returns whether the patch is (now) in place."""
-    try:
-        from snakemake.scheduling import job_scheduler
-    except ImportError:  # another Snakemake layout: nothing to patch
+def needed(version: str | None = None) -> bool:
+    """Whether the installed (or the given) Snakemake release is one the patch is for."""
+    if version is None:
+        import snakemake
+
+        version = snakemake.__version__
+    return version in VERIFIED
+
+
+def coalesce_reevaluations(scheduler: Any) -> bool:
+    """Give ``scheduler`` (the run's ``JobScheduler``) a ``_schedule_reevalutation``
+    (Snakemake's spelling) that starts a timer only when none of its own is pending.
+    Returns whether the patch is in place: False on a release not in :data:`VERIFIED` or a
+    scheduler without the method."""
+    if not needed() or not hasattr(scheduler, "_schedule_reevalutation"):
         return False
-    cls = getattr(job_scheduler, "JobScheduler", None)
-    original = getattr(cls, "_schedule_reevalutation", None)
-    if original is None:
-        return False
-    if getattr(original, MARK, False):
-        return True
     lock = threading.Lock()
-    pending: set[int] = set()  # id() of schedulers with a timer pending
+    pending = threading.Event()  # a timer of this scheduler is pending
 
     def _schedule_reevalutation(self, delay) -> None:
-        key = id(self)
         with lock:
-            if key in pending:
+            if pending.is_set():
                 return
-            pending.add(key)
+            pending.set()
 
         def fire() -> None:
-            with lock:
-                pending.discard(key)
+            pending.clear()
             self._open_jobs.release()
 
         timer = threading.Timer(delay, fire)
         timer.daemon = True
         timer.start()
 
-    setattr(_schedule_reevalutation, MARK, True)
-    cls._schedule_reevalutation = _schedule_reevalutation
+    scheduler._schedule_reevalutation = types.MethodType(_schedule_reevalutation, scheduler)
     return True

@@ -190,3 +190,23 @@ def test_bounded_returns_on_time_and_reports(capsys):
     err = capsys.readouterr().err
     assert "slow step did not finish within 0.2 s" in err
     assert "failing step failed: JSONDecodeError" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "runs"),
+    [
+        (["--cores", "2", "reproduce"], True),
+        (["--cores", "1", "--config", "data_root=x"], True),
+        (["-n"], False),
+        (["--dry-run", "--cores", "2"], False),
+        (["--lint"], False),
+        (["--report", "report.html"], False),
+        (["--unlock"], False),
+        (["--summary"], False),
+        (["--dag"], False),
+    ],
+)
+def test_only_a_command_that_runs_jobs_clears_stale_locks(argv, runs):
+    """rules/common.smk clears a dead invocation's locks at parse time only for a command
+    line that may run jobs (Snakemake's own parser reads it)."""
+    assert _lifecycle.command_runs_jobs(argv) is runs
