@@ -31,13 +31,19 @@ with Job(snakemake) as job:
         }
         row.update({f"critical_radius.{a}": v for a, v in r["critical_radius"].items()})
         if key in dec:
-            row.update(fa_index=dec[key]["fa_index_final"], residual_max=dec[key]["residual_max"])
+            row.update(
+                fa_index=dec[key]["fa_index_final"],
+                other_class_ratio=dec[key].get("other_class_ratio_final", float("nan")),
+                residual_max=dec[key]["residual_max"],
+            )
         if key in ana:
             row["cosine_same_class_mean"] = ana[key]["cosine_same_class_mean"]
         rows.append(row)
     table = per_readout(pd.DataFrame(rows), list(p.readouts))
     num = [
-        c for c in table.columns if c.startswith(("critical", "clean", "fa_", "residual", "cosine"))
+        c
+        for c in table.columns
+        if c.startswith(("critical", "clean", "fa_", "other_", "residual", "cosine"))
     ]
     agg = mean_std(table, ["dataset", "model", "optimizer", "readout", "setting"], num)
     save_csv(snakemake.output.csv, table)

@@ -21,12 +21,15 @@ from types import ModuleType
 import pandas as pd
 
 from ibrobust.claims.core import (
+    NOT_APPLICABLE,
     NOT_RUN,
     VERDICTS,
     Claim,
+    NotApplicable,
     NotRun,
     StudyContext,
     SummaryError,
+    fragility,
     load_source,
 )
 from ibrobust.claims.intervals import LEVEL
@@ -53,6 +56,9 @@ COLUMNS = [
     "id",
     "setting",
     "claim",
+    "source",
+    "quote",
+    "scope",
     "paper",
     "ours_mean",
     "ours_spread",
@@ -65,7 +71,10 @@ COLUMNS = [
     "lower_bound",
     "verdict",
     "reason",
+    "fragile",
+    "fragile_reason",
     "rule",
+    "derivation",
     "strong_lo",
     "strong_hi",
     "weak_lo",
@@ -123,8 +132,12 @@ def _row(study: str, claim: Claim, level: float, **kw) -> dict:
         id=claim.id,
         setting=claim.setting,
         claim=claim.claim,
+        source=claim.citation.short,
+        quote=claim.citation.quote,
+        scope=claim.citation.scope,
         paper=claim.paper,
         rule=claim.rule.text(level),
+        derivation=claim.derivation,
         strong_lo=claim.rule.strong[0],
         strong_hi=claim.rule.strong[1],
         weak_lo=claim.rule.weak[0],
@@ -160,6 +173,10 @@ def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
             absent[name] = f"output absent: {path} is not built here (built by {src.built_by})"
     rows = []
     for c in claims:
+        why_not = c.not_applicable(so.ctx) if c.not_applicable is not None else None
+        if why_not is not None:
+            rows.append(_row(study, c, level, verdict=NOT_APPLICABLE, reason=why_not))
+            continue
         reason = c.applies(so.ctx) if c.applies is not None else None
         missing = [absent[s] for s in c.sources if s in absent]
         if reason is None and missing:
@@ -172,6 +189,9 @@ def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
         except NotRun as why:
             rows.append(_row(study, c, level, verdict=NOT_RUN, reason=str(why)))
             continue
+        except NotApplicable as why:
+            rows.append(_row(study, c, level, verdict=NOT_APPLICABLE, reason=str(why)))
+            continue
         except (KeyError, ValueError, TypeError) as err:
             files = ", ".join(str(so.paths[s]) for s in c.sources)
             raise SummaryError(
@@ -179,6 +199,7 @@ def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
             ) from err
         decision = c.verdict(m, level)
         assert decision.verdict in VERDICTS, decision
+        frag = fragility(c.rule, m, level)
         iv = m.ci(level)
         rows.append(
             _row(
@@ -196,6 +217,8 @@ def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
                 lower_bound=m.lower_bound,
                 verdict=decision.verdict,
                 reason=decision.reason,
+                fragile="" if frag.fragile is None else frag.fragile,
+                fragile_reason=frag.reason,
                 note=m.note,
             )
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ibrobust.claims.core import NOT_RUN, VERDICTS, SummaryError
+from ibrobust.claims.core import JUDGED, VERDICTS, SummaryError
 from ibrobust.claims.ledger import COLUMNS, RULE_BOUNDS
 
 
@@ -44,18 +44,31 @@ def interval_text(row: Mapping) -> str:
 
 def ours_cell(row: Mapping) -> str:
     """``0.961 [0.954, 0.968] (3 seeds)``: the mean, its interval and the units."""
-    if row["verdict"] == NOT_RUN:
+    if row["verdict"] not in JUDGED:
         return "-"
     lb = ">= " if row["lower_bound"] else ""
     return f"{lb}{_num(row['ours_mean'])} {interval_text(row)} ({units_text(row)})"
 
 
+def is_fragile(row: Mapping) -> bool:
+    """Whether the row's verdict changes when one unit is left out (the ledger's ``fragile``
+    column: True, False or empty for not assessed; a CSV read back gives strings)."""
+    return str(row.get("fragile", "")).strip().lower() == "true"
+
+
 def verdict_cell(row: Mapping) -> str:
-    if row["verdict"] == NOT_RUN:
-        return f"not run: {row['reason']}"
-    if row["reason"]:
-        return f"**{row['verdict']}**: {row['reason']}"
-    return f"**{row['verdict']}**"
+    if row["verdict"] not in JUDGED:
+        return f"{row['verdict']}: {row['reason']}"
+    text = f"**{row['verdict']}**" + (" (fragile)" if is_fragile(row) else "")
+    reasons = [
+        r for r in (row["reason"], row.get("fragile_reason", "") if is_fragile(row) else "") if r
+    ]
+    return f"{text}: {'; '.join(reasons)}" if reasons else text
+
+
+def source_cell(row: Mapping) -> str:
+    """``Tsilivis et al. 2024, Sec. 5.2: "SD significantly outperforms GD ..."``."""
+    return f'{row["source"]}: "{row["quote"]}"' if row.get("quote") else str(row["source"])
 
 
 def _escape(s: str) -> str:
@@ -78,58 +91,106 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
     ]
     for study, g in df.groupby("study", sort=False):
         out += [f"## {study}", ""]
-        out.append("| id | setting | claim | paper | ours | verdict | rule |")
+        out.append("| id | setting | claim | source | paper | ours | verdict |")
         out.append("|---|---|---|---|---|---|---|")
         for _, r in g.iterrows():
             cells = [
                 f"`{r['id']}`",
                 r["setting"],
                 r["claim"],
+                source_cell(r),
                 r["paper"],
                 ours_cell(r),
                 verdict_cell(r),
-                r["rule"],
             ]
             out.append("| " + " | ".join(_escape(c) for c in cells) + " |")
         out.append("")
-    notes = df[(df["note"] != "") & (df["verdict"] != NOT_RUN)]
-    out += ["## How each number is measured", ""]
+    notes = df[(df["note"] != "") & df["verdict"].isin(JUDGED)]
+    out += [
+        "## Each claim's source, rule and measurement",
+        "",
+        "Each rule was derived from the quoted source before a number judged it; *fragile* "
+        "marks a verdict that changes when any one unit (seed, draw or run) is left out.",
+        "",
+    ]
     for _, r in df.drop_duplicates(["study", "id"]).iterrows():
         method = df[(df["id"] == r["id"]) & (df["ci_method"] != "")]["ci_method"]
         how = f" Interval: {', '.join(dict.fromkeys(method))}." if len(method) else ""
-        out.append(f"- `{r['id']}`: {r['measure']}.{how}")
+        out += [
+            f'- `{r["id"]}` ({r["source"]}; scope: {r["scope"]}). Quote: "{r["quote"]}"',
+            f"  - Rule: {r['rule']}.",
+            f"  - Derivation: {r['derivation']}",
+            f"  - Measured: {r['measure']}.{how}",
+        ]
     if len(notes):
         out += ["", "## Notes", ""]
         out += [f"- `{r['id']}` ({r['setting']}): {r['note']}." for _, r in notes.iterrows()]
     return "\n".join(out) + "\n"
 
 
+LIGHT = ("not run",)  # verdict colours light enough for dark text
+HEADERS = ("study", "claim id", "claim", "source and quote", "paper", "ours", "verdict",
+           "why", "rule")  # fmt: skip
+
+
 def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
-    """The ledger as one self-contained HTML page (the report's first page): the columns of
-    :func:`ledger_markdown`'s tables, one table for all studies."""
-    view = pd.DataFrame(
-        {
-            "study": df["study"],
-            "id": df["id"],
-            "setting": df["setting"],
-            "claim": df["claim"],
-            "paper": df["paper"],
-            "ours": [ours_cell(r) for _, r in df.iterrows()],
-            "verdict": [verdict_cell(r).replace("**", "") for _, r in df.iterrows()],
-            "rule": df["rule"],
-        }
+    """The ledger as one self-contained HTML page (the report's first page): one table of
+    every claim with its source and quote, the paper's number, ours, the verdict coloured as
+    in ``claims.png`` (:data:`ibrobust.plotting.colors.VERDICT_COLORS`), the rule with its
+    derivation; sortable by any column (a few lines of script, no network). Rendered from
+    ``templates/ledger.html.j2`` with Jinja2 (autoescaped)."""
+    import jinja2
+
+    from ibrobust.plotting.colors import VERDICT_COLORS
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("ibrobust.claims", "templates"),
+        autoescape=True,
+        keep_trailing_newline=True,
     )
+    studies = list(dict.fromkeys(df["study"]))
+    rows = []
+    for _, r in df.iterrows():
+        judged = r["verdict"] in JUDGED
+        mean = r["ours_mean"]
+        rows.append(
+            dict(
+                study=r["study"],
+                study_order=studies.index(r["study"]),
+                id=r["id"],
+                setting=r["setting"],
+                claim=r["claim"],
+                source=r["source"],
+                quote=r["quote"],
+                scope=r["scope"],
+                paper=r["paper"],
+                ours=ours_cell(r),
+                mean_sort="" if not judged or pd.isna(mean) else f"{float(mean):.12g}",
+                verdict=r["verdict"],
+                verdict_order=VERDICTS.index(r["verdict"]),
+                color=VERDICT_COLORS[r["verdict"]],
+                light=r["verdict"] in LIGHT,
+                fragile=is_fragile(r),
+                reason=r["reason"],
+                fragile_reason=r.get("fragile_reason", "") if is_fragile(r) else "",
+                rule=r["rule"],
+                derivation=r["derivation"],
+                measure=r["measure"],
+            )
+        )
     counts = df["verdict"].value_counts()
-    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-    return (
-        f"<html><head><meta charset='utf-8'><title>{title}</title><style>"
-        "table{border-collapse:collapse;font:13px sans-serif}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
-        "</style></head><body>"
-        f"<h1>{title}</h1><p>{len(df)} claims: {summary}. Ours = mean [{_pct(df)} interval] "
-        "(units); the verdict is decided on the interval.</p>"
-        + view.to_html(index=False, escape=True)
-        + "</body></html>\n"
+    verdicts = [
+        dict(name=v, count=int(counts.get(v, 0)), color=VERDICT_COLORS[v], light=v in LIGHT)
+        for v in VERDICTS
+    ]
+    return env.get_template("ledger.html.j2").render(
+        title=title,
+        total=len(df),
+        verdicts=verdicts,
+        fragile=int(sum(is_fragile(r) for _, r in df.iterrows())),
+        level=_pct(df),
+        headers=HEADERS,
+        rows=rows,
     )
 
 
@@ -146,11 +207,11 @@ def readme_excerpt(
 ) -> str:
     """A short markdown table for the README: the first ``max_rows`` claims that ran (then
     not-run ones), id, ours, paper, verdict; the last line names the ``full`` table."""
-    ran = df[df["verdict"] != NOT_RUN]
-    pick = pd.concat([ran, df[df["verdict"] == NOT_RUN]]).head(max_rows)
+    ran = df[df["verdict"].isin(JUDGED)]
+    pick = pd.concat([ran, df[~df["verdict"].isin(JUDGED)]]).head(max_rows)
     lines = ["| claim | setting | paper | ours | verdict |", "|---|---|---|---|---|"]
     for _, r in pick.iterrows():
-        v = "not run" if r["verdict"] == NOT_RUN else r["verdict"]
+        v = r["verdict"] + (" (fragile)" if is_fragile(r) else "")
         cells = [f"`{r['id']}`", r["setting"], r["paper"], ours_cell(r), v]
         lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
     counts = df["verdict"].value_counts()
