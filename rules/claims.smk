@@ -11,6 +11,11 @@ PARENT_ARTIFACTS.update(
 )
 
 
+# figures, tables and the ledger: seconds of work each, so they run in the Snakemake
+# process's own machine even under --profile profiles/slurm (no sbatch per figure)
+localrules: claims, claims_all, claims_scale
+
+
 rule claims:
     input:
         ledger_inputs({s: STUDIES[s]["kind"] for s in ENABLED if s in BASE_STUDIES},
