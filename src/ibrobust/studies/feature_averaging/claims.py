@@ -157,19 +157,6 @@ def kclass_over_binary(dataset: str, readout: str):
     return compute
 
 
-def ce_over_margin(dataset: str, readout: str):
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        sel = rows(src["summary"], dataset, MULTICLASS, readout)
-        for a in ("pgd_ce", "pgd_margin"):
-            if radius_col(a) not in sel:
-                raise NotRun(f"attack {a} was not run")
-        ce, cens = radii(sel, radius_col("pgd_ce"), ctx)
-        mg, _ = radii(sel, radius_col("pgd_margin"), ctx)
-        return Measurement(tuple(ce / mg), lower_bound=cens, points=points_of(ctx))
-
-    return compute
-
-
 def reference_over_sqrt_d(dataset: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         d, _ = _dk(ctx, dataset)
