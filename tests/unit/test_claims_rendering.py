@@ -24,7 +24,7 @@ from claims_fixtures import (
 )
 from matplotlib.text import Annotation
 
-from ibrobust.claims.core import HOLDS, INCONCLUSIVE, NOT_RUN, VERDICTS, StudyContext
+from ibrobust.claims.core import HOLDS, INCONCLUSIVE, NOT_RUN, VERDICTS, StudyContext, SummaryError
 from ibrobust.claims.ledger import COLUMNS, StudyOutputs, build_ledger, ledger_inputs, study_outputs
 from ibrobust.claims.render import ledger_html, ledger_markdown, read_ledger, readme_excerpt
 from ibrobust.plotting.claims import claims_figure, row_limits, save_claims_figure
@@ -108,8 +108,21 @@ def test_csv_round_trips_through_read_ledger(tmp_path):
     not_run = back[back.verdict == NOT_RUN]
     assert not_run.ci_lo.isna().all() and (not_run.ci_method == "").all()
     assert (not_run.n == 0).all() and (not_run.points == 0).all()
-    with pytest.raises(Exception, match="missing columns \\['ci_lo'"):
-        table.drop(columns="ci_lo").to_csv(tmp_path / "old.csv", index=False)
+
+
+def test_an_older_ledger_reads_with_its_missing_columns_empty(tmp_path):
+    """376045f's ledger had no citations or fragility, 27a2974's no intervals either: the
+    columns a ledger lacks read as empty; the key columns and the verdict it must have."""
+    table = pd.DataFrame(
+        [dict.fromkeys(COLUMNS, "") | dict(study="fa", id="fa.x", setting="s", verdict=HOLDS,
+                                           ours_mean=1.0, ci_lo=0.5, ci_hi=1.5, level=0.95)]
+    )  # fmt: skip
+    table.drop(columns=["ci_lo", "source", "fragile"]).to_csv(tmp_path / "old.csv", index=False)
+    old = read_ledger(tmp_path / "old.csv")
+    assert list(old.columns) == COLUMNS and old.ci_lo.isna().all() and old.ci_hi[0] == 1.5
+    assert (old.source == "").all() and (old.fragile == "").all() and not old.lower_bound[0]
+    table.drop(columns="verdict").to_csv(tmp_path / "old.csv", index=False)
+    with pytest.raises(SummaryError, match=r"old.csv: not a ledger, missing columns \['verdict'"):
         read_ledger(tmp_path / "old.csv")
 
 
