@@ -33,11 +33,11 @@ NAN, INF = math.nan, math.inf
 NEW_COLUMNS = ["source", "quote", "scope", "derivation", "fragile", "fragile_reason"]
 
 
-def row(study, cid, setting, mean, lo, hi, verdict="holds", reason=""):
+def row(study, cid, setting, mean, lo, hi, verdict="holds", reason="", points=0):
     r = dict.fromkeys(COLUMNS, "")
     r.update(level=0.95, study=study, id=cid, setting=setting, claim=f"{cid} holds",
              source="Paper 2024, Sec. 1", quote="q", ours_mean=mean, ours_spread=0.0,
-             ci_lo=lo, ci_hi=hi, n=3, unit="seeds", points=0, lower_bound=hi == INF,
+             ci_lo=lo, ci_hi=hi, n=3, unit="seeds", points=points, lower_bound=hi == INF,
              verdict=verdict, reason=reason, fragile=False)  # fmt: skip
     return r
 
@@ -58,7 +58,7 @@ AFTER = [
     row("price", "price.steady", "n=8", 0.25, 0.15, 0.35),
     row("margin", "margin.loss", "training", -120.0, NAN, NAN, verdict="holds"),
     row("prelu", "prelu.off", "mnist", NAN, NAN, NAN, verdict="not run", reason="off"),
-    row("margin", "margin.certificate", "pairs", 1.0, 0.99, 1.0),
+    row("margin", "margin.certificate", "pairs", 1.0, 0.99, 1.0, points=500),
 ]
 
 
@@ -165,20 +165,29 @@ def test_markdown_counts_then_tables(table):
         "**Removed** (1)",
     ]
     assert (
-        "| fa | `fa.verdict` | d1000 | holds | holds weaker | 1 [0.9, 1.1] | 0.95 [0.8, 1.1] "
-        "|  | straddles |"
+        "| fa | `fa.verdict` | d1000 | holds | holds weaker | 1 [0.9, 1.1] (3 seeds) | "
+        "0.95 [0.8, 1.1] (3 seeds) |  | straddles |"
     ) in md
     assert (
-        "| fa | `fa.moved` | d1000 | holds | 1 [0.9, 1.1] | 2 [1.7, 2.3] | +1 [0.6838, 1.316] |"
+        "| fa | `fa.moved` | d1000 | holds | 1 [0.9, 1.1] (3 seeds) | 2 [1.7, 2.3] (3 seeds) | "
+        "+1 [0.6838, 1.316] |" in md
+    )
+    assert (
+        "| fa | `fa.censored` | d1000 | inconclusive -> does not hold | 0.5 [0.3, inf] (3 seeds) |"
         in md
     )
-    assert "| fa | `fa.censored` | d1000 | inconclusive -> does not hold | 0.5 [0.3, inf] |" in md
-    assert "| margin | `margin.certificate` | pairs | holds | 1 [0.99, 1] |" in md
-    assert "| margin | `margin.gone` | sample | does not hold | 0.5 [0.4, 0.6] |" in md
+    assert (
+        "| margin | `margin.certificate` | pairs | holds | 1 [0.99, 1] (3 seeds x 500 points) |"
+        in md
+    )
+    assert "| margin | `margin.gone` | sample | does not hold | 0.5 [0.4, 0.6] (3 seeds) |" in md
     assert "price.steady" not in md and "Unchanged" not in md
     every = diff_markdown(table, show_unchanged=True)
     assert "**Unchanged** (3)" in every
-    assert "| price | `price.steady` | n=8 | holds | 0.2 [0.1, 0.3] | 0.25 [0.15, 0.35] |" in every
+    assert (
+        "| price | `price.steady` | n=8 | holds | 0.2 [0.1, 0.3] (3 seeds) | 0.25 [0.15, 0.35] (3 seeds) |"
+        in every
+    )
     assert "| prelu | `prelu.off` | mnist | not run | - | - | - |" in every
 
 

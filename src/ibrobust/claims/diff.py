@@ -18,13 +18,14 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ibrobust.claims.core import SummaryError
+from ibrobust.claims.render import units_text
 from ibrobust.claims.trend import difference
 
 KEY = ["study", "id", "setting"]
 ADDED, REMOVED, CHANGED, UNCHANGED = "added", "removed", "changed", "unchanged"
 MOVED, WITHIN, NO_INTERVAL = "moved", "within", "no interval"
 SIDES = ("before", "after")
-FIELDS = ("verdict", "reason", "ours_mean", "ci_lo", "ci_hi")  # taken from each side
+FIELDS = ("verdict", "reason", "ours_mean", "ci_lo", "ci_hi", "n", "unit", "points")  # per side
 DIFF_COLUMNS = [
     *KEY,
     "status",  # added / removed / changed (verdict or value) / unchanged
@@ -166,7 +167,12 @@ def _cell(r: pd.Series, column: str) -> str:
         side = column.split(":")[0]
     if column == "after - before":
         return _value(r["difference"], r["difference_lo"], r["difference_hi"], sign=True)
-    return _value(r[f"ours_mean_{side}"], r[f"ci_lo_{side}"], r[f"ci_hi_{side}"])
+    value = _value(r[f"ours_mean_{side}"], r[f"ci_lo_{side}"], r[f"ci_hi_{side}"])
+    n = r[f"n_{side}"]
+    if value == "-" or n is None or n == "" or pd.isna(n):  # no value, or a ledger without n
+        return value
+    units = dict(n=n, unit=r[f"unit_{side}"], points=r[f"points_{side}"] or 0)
+    return f"{value} ({units_text(units)})"
 
 
 def _value(mean: float, lo: float, hi: float, sign: bool = False) -> str:
