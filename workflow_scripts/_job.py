@@ -164,7 +164,7 @@ class Job:
             if spooled is not None:
                 self.log.warning(
                     "MLflow run not logged (%s); spooled to %s - replay it with "
-                    "python workflow_scripts/_tracking/replay.py",
+                    "ibrobust replay (or python workflow_scripts/_tracking/replay.py)",
                     self.run.problem,
                     spooled,
                 )

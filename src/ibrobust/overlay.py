@@ -6,8 +6,8 @@ error as "Config file is not valid JSON or YAML", naming neither the file nor th
 So the overlays are checked earlier, by :func:`check_command_line`, which the workflow
 profile (``profiles/default/config.yaml``, loaded by Snakemake before it reads the
 overlays) calls; the workflow checks every config file again while parsing
-(:func:`check_files`, for runs without that profile); and ``python -m ibrobust.overlay
-FILE...`` checks files by hand.
+(:func:`check_files`, for runs without that profile); and ``ibrobust config check FILE...``
+(or ``python -m ibrobust.overlay FILE...``) checks files by hand.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def check_command_line(argv: list[str] | None = None) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m ibrobust.overlay FILE...``: one line per file, exit 1 on any problem."""
+    """``ibrobust config check FILE...``: one line per file, exit 1 on any problem."""
     bad = 0
     for p in argv:
         try:

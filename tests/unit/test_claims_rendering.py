@@ -5,9 +5,7 @@ interval level of the config reaches every verdict."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -24,9 +22,16 @@ from claims_fixtures import (
 )
 from matplotlib.text import Annotation
 
-from ibrobust.claims.core import HOLDS, INCONCLUSIVE, NOT_RUN, VERDICTS, StudyContext
+from ibrobust import cli
+from ibrobust.claims.core import HOLDS, INCONCLUSIVE, NOT_RUN, VERDICTS, StudyContext, SummaryError
 from ibrobust.claims.ledger import COLUMNS, StudyOutputs, build_ledger, ledger_inputs, study_outputs
-from ibrobust.claims.render import ledger_html, ledger_markdown, read_ledger, readme_excerpt
+from ibrobust.claims.render import (
+    full_table_name,
+    ledger_html,
+    ledger_markdown,
+    read_ledger,
+    readme_excerpt,
+)
 from ibrobust.plotting.claims import claims_figure, row_limits, save_claims_figure
 
 FA = ("fa", "figures/summary.csv")
@@ -108,8 +113,21 @@ def test_csv_round_trips_through_read_ledger(tmp_path):
     not_run = back[back.verdict == NOT_RUN]
     assert not_run.ci_lo.isna().all() and (not_run.ci_method == "").all()
     assert (not_run.n == 0).all() and (not_run.points == 0).all()
-    with pytest.raises(Exception, match="missing columns \\['ci_lo'"):
-        table.drop(columns="ci_lo").to_csv(tmp_path / "old.csv", index=False)
+
+
+def test_an_older_ledger_reads_with_its_missing_columns_empty(tmp_path):
+    """376045f's ledger had no citations or fragility, 27a2974's no intervals either: the
+    columns a ledger lacks read as empty; the key columns and the verdict it must have."""
+    table = pd.DataFrame(
+        [dict.fromkeys(COLUMNS, "") | dict(study="fa", id="fa.x", setting="s", verdict=HOLDS,
+                                           ours_mean=1.0, ci_lo=0.5, ci_hi=1.5, level=0.95)]
+    )  # fmt: skip
+    table.drop(columns=["ci_lo", "source", "fragile"]).to_csv(tmp_path / "old.csv", index=False)
+    old = read_ledger(tmp_path / "old.csv")
+    assert list(old.columns) == COLUMNS and old.ci_lo.isna().all() and old.ci_hi[0] == 1.5
+    assert (old.source == "").all() and (old.fragile == "").all() and not old.lower_bound[0]
+    table.drop(columns="verdict").to_csv(tmp_path / "old.csv", index=False)
+    with pytest.raises(SummaryError, match=r"old.csv: not a ledger, missing columns \['verdict'"):
         read_ledger(tmp_path / "old.csv")
 
 
@@ -142,31 +160,30 @@ def read_ledger_of(tmp_path: Path, cfg: dict) -> pd.DataFrame:
     return read_ledger(tmp_path / "claims.csv")
 
 
-def _excerpt_script():
-    path = Path(__file__).resolve().parents[2] / "workflow_scripts" / "claims_readme_excerpt.py"
-    spec = importlib.util.spec_from_file_location("claims_readme_excerpt", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_readme_excerpt_script_splices_between_the_markers(tmp_path, monkeypatch):
+def test_readme_excerpt_command_splices_between_the_markers(tmp_path, capsys):
     mixed_ledger(tmp_path).to_csv(tmp_path / "claims.csv", index=False)
     readme = tmp_path / "README.md"
     readme.write_text(
         "# t\n<!-- claims-excerpt:start -->\nOLD TEXT\n<!-- claims-excerpt:end -->\nrest\n"
     )
-    script = _excerpt_script()
-    args = ["x", str(tmp_path / "claims.csv"), "--rows", "3", "--readme", str(readme)]
-    monkeypatch.setattr(sys, "argv", args)
-    script.main()
+    args = ["claims", "excerpt", str(tmp_path / "claims.csv"), "--rows", "3"]
+    assert cli.main([*args, "--readme", str(readme)]) == 0
     text = readme.read_text()
     assert "OLD TEXT" not in text and text.endswith("<!-- claims-excerpt:end -->\nrest\n")
     assert text.count("\n| `") == 3 and "[1.000, 1.000] (3 seeds x 1000 points)" in text
     assert f"full table in `{(tmp_path / 'claims.md').as_posix()}`" in text  # the csv's .md
+    capsys.readouterr()
+    assert cli.main(args) == 0  # without --readme: printed
+    assert capsys.readouterr().out in text
     readme.write_text("no markers\n")
-    with pytest.raises(SystemExit, match="claims-excerpt:start"):
-        script.main()
+    assert cli.main([*args, "--readme", str(readme)]) == 1
+    assert "README.md: needs the lines <!-- claims-excerpt:start -->" in capsys.readouterr().err
+    assert readme.read_text() == "no markers\n"
+
+
+def test_the_excerpt_names_the_full_table_from_results_on():
+    assert full_table_name("/x/results/claims/all/claims.csv") == "results/claims/all/claims.md"
+    assert full_table_name("docs/ledger/current.csv") == "docs/ledger/current.md"
 
 
 # ---- the figure --------------------------------------------------------------------------------

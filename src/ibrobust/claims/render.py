@@ -224,12 +224,44 @@ def readme_excerpt(
     return "\n".join(lines) + "\n"
 
 
+EXCERPT_START, EXCERPT_END = "<!-- claims-excerpt:start -->", "<!-- claims-excerpt:end -->"
+
+
+def full_table_name(ledger: str | Path) -> str:
+    """The markdown table beside a ledger CSV, as the excerpt names it: from ``results/`` on
+    when the path has it (``/x/results/claims/claims.csv`` -> ``results/claims/claims.md``),
+    else the path as given."""
+    md = Path(ledger).with_suffix(".md").as_posix()
+    return "results/" + md.split("results/", 1)[1] if "results/" in md else md
+
+
+def splice_excerpt(text: str, excerpt: str, where: str) -> str:
+    """``text`` (the file ``where``) with the lines between :data:`EXCERPT_START` and
+    :data:`EXCERPT_END` replaced by ``excerpt``: the README's excerpt is regenerated, never
+    typed. ValueError naming the file when the markers are missing."""
+    start, end = EXCERPT_START, EXCERPT_END
+    if start not in text or end not in text or text.index(start) > text.index(end):
+        raise ValueError(f"{where}: needs the lines {start} and {end} (in that order)")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{excerpt}{end}{tail}"
+
+
+KEY_COLUMNS = ("study", "id", "setting", "verdict")  # what every ledger, however old, has
+NUMERIC = ("level", "ours_mean", "ours_spread", "ci_lo", "ci_hi", *RULE_BOUNDS)
+
+
 def read_ledger(path: str | Path) -> pd.DataFrame:
-    """A ledger CSV written by the claims rule (for :func:`readme_excerpt`)."""
-    numeric = ("ours_mean", "ours_spread", "ci_lo", "ci_hi", *RULE_BOUNDS)
-    df = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in numeric})
-    missing = [c for c in COLUMNS if c not in df]
+    """A ledger CSV written by the claims rule, its columns in :data:`COLUMNS` order. A ledger
+    of an older round may lack columns other than :data:`KEY_COLUMNS` (27a2974's had no
+    intervals, 376045f's no citations, derivations or fragility): they read as empty (NaN
+    for numbers). SummaryError naming the file when a key column is missing."""
+    df = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in NUMERIC})
+    missing = [c for c in KEY_COLUMNS if c not in df]
     if missing:
         raise SummaryError(f"{path}: not a ledger, missing columns {missing}")
+    absent = [c for c in COLUMNS if c not in df]
+    df = df.assign(**{c: math.nan if c in NUMERIC else "" for c in absent})
+    df = df.reindex(columns=[*COLUMNS, *(c for c in df if c not in COLUMNS)])
     df["lower_bound"] = df["lower_bound"].astype(str).str.lower() == "true"
     return df

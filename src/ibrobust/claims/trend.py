@@ -58,9 +58,8 @@ def trends(ledger: pd.DataFrame, rungs: Mapping[str, Rung]) -> pd.DataFrame:
         g = g.sort_values("_value")
         setting = g["setting"].iloc[0]
         first, last = g.iloc[0], g.iloc[-1]
-        diff, lo, hi, trend = (
-            _difference(first, last) if len(g) > 1 else (math.nan,) * 3 + (UNKNOWN,)
-        )
+        diff, lo, hi = difference(first, last) if len(g) > 1 else (math.nan,) * 3
+        trend = _trend(lo, hi)
         out.append(
             dict(
                 ladder=ladder,
@@ -81,23 +80,32 @@ def trends(ledger: pd.DataFrame, rungs: Mapping[str, Rung]) -> pd.DataFrame:
     return pd.DataFrame(out, columns=TREND_COLUMNS)
 
 
-def _half(row: pd.Series, side: str) -> float:
-    """The half-width of a rung's interval on one side of its mean (inf: none / censored)."""
+def _half(row: Mapping, side: str) -> float:
+    """The half-width of a row's interval on one side of its mean (inf: none / censored)."""
     lo, hi, m = float(row["ci_lo"]), float(row["ci_hi"]), float(row["ours_mean"])
     if math.isnan(lo) or math.isnan(hi):
         return math.inf
     return m - lo if side == "lo" else hi - m
 
 
-def _difference(first: pd.Series, last: pd.Series) -> tuple[float, float, float, str]:
-    d = float(last["ours_mean"]) - float(first["ours_mean"])
-    down = math.hypot(_half(last, "lo"), _half(first, "hi"))  # how far below d it may lie
-    up = math.hypot(_half(last, "hi"), _half(first, "lo"))
-    if not (math.isfinite(down) and math.isfinite(up)):
-        return d, -math.inf if not math.isfinite(down) else d - down, math.inf, UNKNOWN
-    lo, hi = d - down, d + up
-    trend = GROWS if lo > 0 else SHRINKS if hi < 0 else STEADY
-    return d, lo, hi, trend
+def difference(before: Mapping, after: Mapping) -> tuple[float, float, float]:
+    """``after - before`` of two ledger rows' means (``ours_mean``, ``ci_lo``, ``ci_hi``) of
+    independent runs, with its interval ``(difference, lo, hi)``: on each side the half-width
+    is sqrt(h_a^2 + h_b^2) of the two rows' half-widths (how far below the difference it may
+    lie combines ``after``'s lower half with ``before``'s upper half, and vice versa); an end
+    is -inf / inf when a row has no interval or is censored on that side. Shared by
+    :func:`trends` (smallest rung -> largest) and :mod:`ibrobust.claims.diff` (one ledger ->
+    another)."""
+    d = float(after["ours_mean"]) - float(before["ours_mean"])
+    down = math.hypot(_half(after, "lo"), _half(before, "hi"))
+    up = math.hypot(_half(after, "hi"), _half(before, "lo"))
+    return d, d - down, d + up
+
+
+def _trend(lo: float, hi: float) -> str:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return UNKNOWN
+    return GROWS if lo > 0 else SHRINKS if hi < 0 else STEADY
 
 
 def _iv(row: pd.Series) -> str:
