@@ -389,7 +389,9 @@ def _table1_claim(norm: str, eps: float) -> Claim:
         derivation=f"Strong (P1, the source's number within its spread): Table 1's p=4 minus "
         f"p=1 = {gap:+.3f}; the official pretrained models reproduce each entry within about "
         f"one point, so the difference within 2 points: >= {strong}. Weak (the same "
-        "direction): > 0. The default trains fewer epochs than the paper's 51 (config adam_prelu).",
+        "direction): > 0. The attack set is the paper's protocol (standard AutoAttack, "
+        "APGD-CE only, per norm), so the worst case is that attack's. The default trains "
+        "fewer epochs than the paper's 51 (config adam_prelu).",
         paper=f"{paper[4]:.3f} vs {paper[1]:.3f}: +{gap:.3f}",
         measure="table1.csv: ours (worst case over the grid's attacks) of the p=4 "
         "minus the p=1 10-class net",
