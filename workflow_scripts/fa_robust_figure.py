@@ -4,7 +4,7 @@ one row per binary readout of the k-class nets."""
 from _figures import gather_csv, save_outputs
 from _job import Job
 
-from ibrobust.experiments.tables import per_readout
+from ibrobust.stages.tables import per_readout
 from ibrobust.studies.feature_averaging.plots import robust_curves
 
 p = snakemake.params

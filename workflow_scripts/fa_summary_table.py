@@ -5,8 +5,8 @@ import pandas as pd
 from _figures import gather_json
 from _job import Job
 
-from ibrobust.experiments.tables import mean_std, per_readout
 from ibrobust.io import atomic_path, save_csv
+from ibrobust.stages.tables import mean_std, per_readout
 
 p = snakemake.params
 with Job(snakemake) as job:

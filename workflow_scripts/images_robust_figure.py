@@ -4,7 +4,7 @@ one row per dataset and binary readout."""
 from _figures import gather_csv, save_outputs
 from _job import Job
 
-from ibrobust.experiments.tables import per_readout
+from ibrobust.stages.tables import per_readout
 from ibrobust.studies.feature_averaging_images.plots import robust_curves_by_dataset
 
 p = snakemake.params

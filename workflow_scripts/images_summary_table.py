@@ -4,8 +4,8 @@ import pandas as pd
 from _figures import gather_csv, gather_json
 from _job import Job
 
-from ibrobust.experiments.tables import per_readout
 from ibrobust.io import atomic_path, save_csv
+from ibrobust.stages.tables import per_readout
 from ibrobust.studies.feature_averaging_images.tables import summary_table
 
 p = snakemake.params

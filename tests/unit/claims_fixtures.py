@@ -36,8 +36,8 @@ from ibrobust.analysis.robustness import robust_accuracy_table
 from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.ledger import build_ledger, study_outputs
 from ibrobust.config import load_schema, validate_config
-from ibrobust.experiments.tables import per_readout
 from ibrobust.io import save_csv
+from ibrobust.stages.tables import per_readout
 from ibrobust.studies.feature_averaging_images.tables import summary_table
 from ibrobust.studies.margin import tables as mr
 from ibrobust.studies.prelu.tables import synthetic_summary, table1

@@ -12,7 +12,7 @@ import pytest
 from claims_fixtures import ROOT, default_config
 
 from ibrobust.config import ConfigError, load_schema, validate_config
-from ibrobust.experiments.tables import per_readout
+from ibrobust.stages.tables import per_readout
 from ibrobust.studies import feature_averaging as fa
 from ibrobust.studies import plan
 from ibrobust.studies.feature_averaging.scaling import scaling_slopes, scaling_table

@@ -91,7 +91,7 @@ def test_critical_radius_hand_cases(eps, acc, level, expected):
 
 
 def test_mean_std_keeps_group_keys_and_flattens():
-    from ibrobust.experiments.tables import mean_std
+    from ibrobust.stages.tables import mean_std
 
     df = pd.DataFrame(
         {"setting": ["a", "a", "b"], "seed": [0, 1, 0], "r": [1.0, 3.0, 5.0], "s": [2.0, 2.0, None]}

@@ -1,6 +1,6 @@
 """The optimizer kind ``gd``: full-batch steepest descent on a network w.r.t. ``norm`` (l2 =
 gradient descent, linf = sign descent, l1 = coordinate descent), constant step ``lr``; one
-epoch is one step (:class:`ibrobust.optim.steepest.SteepestDescent`)."""
+epoch is one step (:class:`ibrobust.updates.steepest.SteepestDescent`)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,6 @@ def train_fields(entry: dict) -> dict[str, Any]:
 
 def torch_optimizer(params, cfg):
     """Steepest descent in ``cfg.norm`` with step ``cfg.lr`` (``cfg.scale``: dual / unit)."""
-    from ibrobust.optim.steepest import SteepestDescent
+    from ibrobust.updates.steepest import SteepestDescent
 
     return SteepestDescent(params, lr=cfg.lr, norm=cfg.norm, scale=cfg.scale)
