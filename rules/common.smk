@@ -39,7 +39,7 @@ from ibrobust.config import (  # noqa: E402
     scale_rungs,
     validate_config,
 )
-from ibrobust.overlay import OverlayError, check_files as check_config_files  # noqa: E402
+from ibrobust.config.overlay import OverlayError, check_files as check_config_files  # noqa: E402
 from ibrobust.provenance import code_hash, config_hash  # noqa: E402
 
 # ---- validate before anything is scheduled ------------------------------------------

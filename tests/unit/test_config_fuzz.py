@@ -46,8 +46,8 @@ from ibrobust.config import (
     radius_grids,
     validate_config,
 )
+from ibrobust.config.values import key_path
 from ibrobust.studies import plan as plan_of
-from ibrobust.validation import key_path
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema(REPO / "schemas" / "config.schema.yaml")

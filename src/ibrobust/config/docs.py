@@ -7,7 +7,7 @@ keys, then per registry (datasets, models, optimizers, attacks, studies) one sec
 kind with a table of its settings (type, default, description) and nested blocks flattened
 to dotted keys.
 
-    python -m ibrobust.config_docs > docs/config.md      # tests/unit/test_config_docs.py
+    python -m ibrobust.config.docs > docs/config.md      # tests/unit/test_config_docs.py
                                                           # checks the file is up to date
 """
 
@@ -23,11 +23,11 @@ from ibrobust import kinds
 from ibrobust.config import load_schema
 
 SHARED = ("adversarial", "radius_grid", "scale")  # the central schema's pieces entries refer to
-SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.yaml"
 HEADER = """# Configuration reference
 
 Generated from the schema (`schemas/config.schema.yaml` and each kind's fragment beside its
-module) by `python -m ibrobust.config_docs > docs/config.md`; never edited by hand
+module) by `python -m ibrobust.config.docs > docs/config.md`; never edited by hand
 (`tests/unit/test_config_docs.py` fails when it is stale). `config.yaml` is the default
 configuration; overlay another file with `--configfile FILE` or set a value with
 `--config key=value`. Every value is checked before any job starts, and an error names its

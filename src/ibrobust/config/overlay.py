@@ -6,8 +6,11 @@ error as "Config file is not valid JSON or YAML", naming neither the file nor th
 So the overlays are checked earlier, by :func:`check_command_line`, which the workflow
 profile (``profiles/default/config.yaml``, loaded by Snakemake before it reads the
 overlays) calls; the workflow checks every config file again while parsing
-(:func:`check_files`, for runs without that profile); and ``python -m ibrobust.overlay
+(:func:`check_files`, for runs without that profile); and ``python -m ibrobust.config.overlay
 FILE...`` checks files by hand.
+
+Standalone (the standard library and yaml, no ``ibrobust`` import): the profile loads this
+file by its path, before and without the package.
 """
 
 from __future__ import annotations
@@ -101,7 +104,7 @@ def check_command_line(argv: list[str] | None = None) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m ibrobust.overlay FILE...``: one line per file, exit 1 on any problem."""
+    """``python -m ibrobust.config.overlay FILE...``: one line per file, exit 1 on any problem."""
     bad = 0
     for p in argv:
         try:

@@ -28,7 +28,7 @@ from ibrobust.attacks.policy import (  # noqa: F401  (re-exported: the config's 
     grid_attacks,
     radius_grids,
 )
-from ibrobust.validation import key_path, value_problems
+from ibrobust.config.values import key_path, value_problems
 
 
 class ConfigError(ValueError):
