@@ -8,9 +8,9 @@ from _job import Job
 from ibrobust.claims.ledger import build_ledger, study_outputs
 from ibrobust.claims.render import ledger_html, ledger_markdown
 from ibrobust.claims.trend import trend_markdown, trends
-from ibrobust.config import Rung
 from ibrobust.io import atomic_path, save_csv
 from ibrobust.plotting.claims import save_claims_figure
+from ibrobust.studies.expansion import Rung
 
 p = snakemake.params
 with Job(snakemake) as job:

@@ -31,11 +31,12 @@ import numpy as np
 import pandas as pd
 import torch
 import yaml
+from config_helpers import validated
 
 from ibrobust.analysis.robustness import robust_accuracy_table
 from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.ledger import build_ledger, study_outputs
-from ibrobust.config import load_schema, validate_config
+from ibrobust.config import load_schema
 from ibrobust.io import save_csv
 from ibrobust.stages.tables import per_readout
 from ibrobust.studies.feature_averaging_images.tables import summary_table
@@ -53,7 +54,7 @@ READOUTS = ("sum", "argmax", "log_odds")  # config.yaml's readouts of fa and fa_
 @cache
 def _validated() -> dict:
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
-    return validate_config(cfg, load_schema(ROOT / "schemas" / "config.schema.yaml"))
+    return validated(cfg, load_schema(ROOT / "schemas" / "config.schema.yaml"))
 
 
 def default_config(**studies_enabled: bool) -> dict:

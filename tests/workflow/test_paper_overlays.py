@@ -122,12 +122,14 @@ def _merged(*paths: Path, **override) -> dict:
     from snakemake.utils import update_config
 
     from ibrobust.config import load_schema, validate_config
+    from ibrobust.studies.expansion import expand_scale
 
     cfg = _load(REPO / "config.yaml")
     for p in paths:
         update_config(cfg, copy.deepcopy(_load(p)))
     cfg.update(override)
-    return validate_config(cfg, load_schema(REPO / "schemas" / "config.schema.yaml"))
+    schema = load_schema(REPO / "schemas" / "config.schema.yaml")
+    return expand_scale(validate_config(cfg, schema), schema)
 
 
 def _leaves(obj, path=()) -> dict[tuple, object]:

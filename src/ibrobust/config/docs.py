@@ -2,7 +2,7 @@
 
 The keys are documented once, where they are validated: ``schemas/config.schema.yaml``
 (the top level and shared pieces) and each kind's fragment beside its module (assembled by
-:func:`ibrobust.config.load_schema`). This module renders them as markdown: the top-level
+:func:`ibrobust.config.schema.load_schema`). This module renders them as markdown: the top-level
 keys, then per registry (datasets, models, optimizers, attacks, studies) one section per
 kind with a table of its settings (type, default, description) and nested blocks flattened
 to dotted keys.
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ibrobust import kinds
-from ibrobust.config import load_schema
+from ibrobust.config.schema import load_schema
 
 SHARED = ("adversarial", "radius_grid", "scale")  # the central schema's pieces entries refer to
 SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.yaml"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ibrobust.optimizers import NETWORK_KEYS, renamed
+from ibrobust.optimizers import NETWORK_KEYS, adversarial, renamed
 
 # entry key -> NetTrainConfig field (method and lr_schedule: read by the gram_gd path /
 # constant only; eval_points: by the curve recorder)
@@ -17,6 +17,11 @@ KEYS = {
     "norm": "norm",
     "scale": "scale",
 }
+
+
+def check(entry: dict, where: str) -> None:
+    """Its robust-ERM block ``adversarial`` (:func:`ibrobust.optimizers.adversarial.check`)."""
+    adversarial.check(entry, where)
 
 
 def train_fields(entry: dict) -> dict[str, Any]:
