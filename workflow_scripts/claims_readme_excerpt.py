@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from ibrobust.claims.render import read_ledger, readme_excerpt  # noqa: E402
+from ibrobust.ledger.render import read_ledger, readme_excerpt  # noqa: E402
 
 START, END = "<!-- claims-excerpt:start -->", "<!-- claims-excerpt:end -->"
 

@@ -25,8 +25,8 @@ from claims_fixtures import (
 from matplotlib.text import Annotation
 
 from ibrobust.claims.core import HOLDS, INCONCLUSIVE, NOT_RUN, VERDICTS, StudyContext
-from ibrobust.claims.ledger import COLUMNS, StudyOutputs, build_ledger, ledger_inputs, study_outputs
-from ibrobust.claims.render import ledger_html, ledger_markdown, read_ledger, readme_excerpt
+from ibrobust.ledger.render import ledger_html, ledger_markdown, read_ledger, readme_excerpt
+from ibrobust.ledger.table import COLUMNS, StudyOutputs, build_ledger, ledger_inputs, study_outputs
 from ibrobust.plotting.claims import claims_figure, row_limits, save_claims_figure
 
 FA = ("fa", "figures/summary.csv")

@@ -157,7 +157,7 @@ def test_scaling_table_and_slopes_by_hand():
 
 
 def test_only_studies_reason_says_so():
-    from ibrobust.claims.ledger import build_ledger, study_outputs
+    from ibrobust.ledger.table import build_ledger, study_outputs
 
     cfg = copy.deepcopy(default_config())
     cfg["only_studies"] = ["price_linear"]

@@ -217,7 +217,7 @@ def test_study_kinds_state_only_what_differs_from_the_defaults():
         module = studies.load(kind)
         assert not {"RULES", "NETWORK"} & set(vars(module)), kind
         # the former claims hook is gone; ``claims`` is the package's claims module, once
-        # imported (ibrobust.claims.ledger imports it)
+        # imported (ibrobust.ledger.table imports it)
         assert isinstance(vars(module).get("claims", types), types.ModuleType), kind
     cfg = validate_config(BASE, SCHEMA)
     st = cfg["studies"]["fa_images"]

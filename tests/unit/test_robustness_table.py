@@ -1,4 +1,4 @@
-"""Robust-accuracy bookkeeping (ibrobust.analysis.robustness)."""
+"""Robust-accuracy tables (ibrobust.attacks.tables) and critical radii (analysis.robustness)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from ibrobust.analysis.robustness import critical_radius, monotone_robust, robust_accuracy_table
+from ibrobust.analysis.robustness import critical_radius
+from ibrobust.attacks.tables import monotone_robust, robust_accuracy_table
 
 
 def B(rows):

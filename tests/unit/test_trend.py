@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from ibrobust.claims.trend import GROWS, SHRINKS, STEADY, UNKNOWN, trend_markdown, trends
+from ibrobust.ledger.trend import GROWS, SHRINKS, STEADY, UNKNOWN, trend_markdown, trends
 from ibrobust.studies.expansion import Rung
 
 RUNGS = {

@@ -239,8 +239,8 @@ def test_paper_overlay_runs_end_to_end(name, tmp_path):
     from ops_helpers import record
 
     from ibrobust.claims.core import NOT_RUN, VERDICTS
-    from ibrobust.claims.ledger import build_ledger
-    from ibrobust.claims.ledger import study_outputs as ledger_studies
+    from ibrobust.ledger.table import build_ledger
+    from ibrobust.ledger.table import study_outputs as ledger_studies
     from ibrobust.studies import study_outputs
 
     ov = OVERLAY[name]

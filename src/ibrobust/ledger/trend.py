@@ -8,7 +8,7 @@ judged on the intervals of the smallest and the largest rung: their difference g
 half-width sqrt(h_first^2 + h_last^2) (the rungs are independent runs); the trend is "grows"
 when the difference minus that half-width is above 0, "shrinks" when the difference plus it
 is below 0, else "steady". A rung without an interval (one unit) leaves the trend "unknown".
-Pure pandas on the ledger table (:data:`ibrobust.claims.ledger.COLUMNS`).
+Pure pandas on the ledger table (:data:`ibrobust.ledger.table.COLUMNS`).
 """
 
 from __future__ import annotations
