@@ -3,7 +3,7 @@
 # default target builds for the invocation's studies (only_studies, else the enabled ones;
 # claims of other outputs and studies are "not run", with the reason); editing a claim declaration changes only this rule's code hash, so only the
 # ledger reruns.
-from ibrobust.claims.ledger import claims_modules, ledger_inputs  # noqa: E402
+from ibrobust.ledger.table import claims_modules, ledger_inputs  # noqa: E402
 
 # the ledger also goes onto the invocation's parent MLflow run (folder claims/)
 PARENT_ARTIFACTS.update(
@@ -65,7 +65,7 @@ use rule claims as claims_all with:
 
 
 # The ledger of `snakemake scale` (rules/targets.smk): every rung study of every scale ladder
-# (all its outputs), and each claim's trend over the rungs (ibrobust.claims.trend).
+# (all its outputs), and each claim's trend over the rungs (ibrobust.ledger.trend).
 use rule claims as claims_scale with:
     input:
         ledger_inputs({s: STUDIES[s]["kind"] for s in SCALE_RUNGS},

@@ -66,7 +66,7 @@ def _processes() -> dict[int, tuple[int, int]]:
 def job_processes(root: int | None = None) -> list[int]:
     """The processes of the local jobs of the snakemake process ``root`` (default: this
     one): its children and all their descendants, except children that lead a session of
-    their own - the run's MLflow tracking server (``_server`` starts it so), which must
+    their own - the run's MLflow tracking server (``_tracking.server`` starts it so), which must
     stay up until the jobs' runs are closed and ``onerror`` stops it."""
     root = os.getpid() if root is None else root
     procs = _processes()

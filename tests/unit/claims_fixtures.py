@@ -2,7 +2,7 @@
 
 FA: the per-run rows of workflow_scripts/fa_summary_table.py (and the scaling CSV of
 fa_scaling_figure.py, the margin-gradient summary of fa_margin_gradient.py). FA-IMAGES:
-per-run ``robust_accuracy.csv`` tables (:func:`ibrobust.analysis.robustness.robust_accuracy_table`
+per-run ``robust_accuracy.csv`` tables (:func:`ibrobust.attacks.tables.robust_accuracy_table`
 of hand-made correctness masks), gathered as images_robust_figure.py and
 images_summary_table.py gather them (``per_readout(gather_csv(...))``): the curves CSV, and
 :func:`ibrobust.studies.feature_averaging_images.tables.summary_table` of it. PRICE-LIN: per-run
@@ -31,13 +31,14 @@ import numpy as np
 import pandas as pd
 import torch
 import yaml
+from config_helpers import validated
 
-from ibrobust.analysis.robustness import robust_accuracy_table
+from ibrobust.attacks.tables import robust_accuracy_table
 from ibrobust.claims.intervals import LEVEL
-from ibrobust.claims.ledger import build_ledger, study_outputs
-from ibrobust.config import load_schema, validate_config
-from ibrobust.experiments.tables import per_readout
+from ibrobust.config import load_schema
 from ibrobust.io import save_csv
+from ibrobust.ledger.table import build_ledger, study_outputs
+from ibrobust.stages.tables import per_readout
 from ibrobust.studies.feature_averaging_images.tables import summary_table
 from ibrobust.studies.margin import tables as mr
 from ibrobust.studies.prelu.tables import synthetic_summary, table1
@@ -53,7 +54,7 @@ READOUTS = ("sum", "argmax", "log_odds")  # config.yaml's readouts of fa and fa_
 @cache
 def _validated() -> dict:
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
-    return validate_config(cfg, load_schema(ROOT / "schemas" / "config.schema.yaml"))
+    return validated(cfg, load_schema(ROOT / "schemas" / "config.schema.yaml"))
 
 
 def default_config(**studies_enabled: bool) -> dict:

@@ -50,7 +50,7 @@ from ibrobust.claims.core import (
     at_most,
     between,
 )
-from ibrobust.claims.ledger import build_ledger, study_outputs, study_paths
+from ibrobust.ledger.table import build_ledger, study_outputs, study_paths
 
 
 # ---- rules and measurements ---------------------------------------------------------------------

@@ -24,8 +24,8 @@ from matplotlib.text import Annotation
 
 from ibrobust import cli
 from ibrobust.claims.core import HOLDS, INCONCLUSIVE, NOT_RUN, VERDICTS, StudyContext, SummaryError
-from ibrobust.claims.ledger import COLUMNS, StudyOutputs, build_ledger, ledger_inputs, study_outputs
-from ibrobust.claims.render import (
+from ibrobust.ledger.table import COLUMNS, StudyOutputs, build_ledger, ledger_inputs, study_outputs
+from ibrobust.ledger.render import (
     full_table_name,
     ledger_html,
     ledger_markdown,

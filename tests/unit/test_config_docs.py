@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ibrobust import kinds
 from ibrobust.config import load_schema
-from ibrobust.config_docs import SCHEMA, render
+from ibrobust.config.docs import SCHEMA, render
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "config.md"
 

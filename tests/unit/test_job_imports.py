@@ -88,11 +88,12 @@ def test_the_light_scripts_are_found():
 
 
 def test_snakemake_process_imports_no_torch():
-    """Every ``snakemake`` call validates the config and loads the claims ledger's
-    declarations (rules/claims.smk): neither may import torch (~1.3 s of each call)."""
+    """Every ``snakemake`` call validates and expands the config and loads the claims
+    ledger's declarations (rules/claims.smk): none may import torch (~1.3 s of each call)."""
     code = (
-        "import sys, ibrobust.config, ibrobust.studies, ibrobust.claims.ledger, "
-        "ibrobust.provenance; print('torch' in sys.modules)"
+        "import sys, ibrobust.config, ibrobust.studies, ibrobust.studies.expansion, "
+        "ibrobust.attacks.policy, ibrobust.ledger.table, ibrobust.provenance; "
+        "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -13,10 +13,11 @@ import yaml
 from config_helpers import assert_rejected, bad_cases, merged
 
 from ibrobust.claims.core import StudyContext
-from ibrobust.config import derived_optimizers, load_schema, validate_config
+from ibrobust.config import load_schema, validate_config
 from ibrobust.models.fc import FCConfig, build_fc
 from ibrobust.seeding import torch_generator
 from ibrobust.studies import price_nn as study
+from ibrobust.studies.expansion import derived_optimizers
 from ibrobust.studies.price_nn import plots
 from ibrobust.studies.price_nn import rows as P
 from ibrobust.studies.price_nn import tables as T

@@ -24,7 +24,7 @@ import pytest
 from smk_helpers import REPO, TINY, base_env, snakemake_args, write_yaml
 
 sys.path.insert(0, str(REPO / "workflow_scripts"))
-import _server  # noqa: E402  (the workflow's tracking-server lifecycle, used as-is)
+from _tracking import server as _server  # noqa: E402  (the workflow's tracking-server lifecycle, used as-is)
 
 LOCAL_SLURM = REPO / "ops" / "local-slurm"
 CHROMIUM_FLAGS = [
@@ -189,7 +189,7 @@ def require_chromium() -> str:
 # ---- the tracking server -------------------------------------------------------------
 @contextmanager
 def tracking_server(store_uri: str, artifacts: Path, log: Path) -> Iterator[str]:
-    """The workflow's own server code (workflow_scripts/_server.py) on a given store."""
+    """The workflow's own server code (workflow_scripts/_tracking/server.py) on a given store."""
     server = _server.TrackingServer(
         _server.ServerSettings(
             backend_store_uri=store_uri,

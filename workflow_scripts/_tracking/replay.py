@@ -132,10 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no spool folder {args.spool_dir}: nothing to replay")
         return 0
     if args.serve:
-        import _server
+        from .server import ServerSettings, TrackingServer
 
-        server = _server.TrackingServer(
-            _server.ServerSettings(
+        server = TrackingServer(
+            ServerSettings(
                 backend_store_uri=args.serve,
                 artifacts_destination=args.artifacts_destination,
                 log_file=str(args.spool_dir / "replay_server.log"),

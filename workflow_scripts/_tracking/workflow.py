@@ -3,7 +3,7 @@
 ``start`` (``onstart``) resolves the tracking URI (MLFLOW_TRACKING_URI wins over the
 config; with ``mlflow.server.start`` it starts a tracking server for the run on the
 backend store IBROBUST_BACKEND_STORE_URI or the config names, see ``secrets`` and
-``_server``), probes a remote one (a few seconds, one line if it is down), creates the
+``server``), probes a remote one (a few seconds, one line if it is down), creates the
 store and experiment once - before any job starts, so parallel jobs never race to create
 a fresh SQLite store - opens the parent run (named after what the invocation runs, see
 ``invocation``; the config as a masked ``config.yaml`` artifact, a few params), starts
@@ -51,9 +51,9 @@ HTTP_CLIENT_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQ
 
 
 def server_settings(ml: dict, log_file: str, store: StoreURI):
-    """``_server.ServerSettings`` from the config's ``mlflow`` block and the backend store
+    """``server.ServerSettings`` from the config's ``mlflow`` block and the backend store
     (``secrets.backend_store``)."""
-    from _server import ServerSettings
+    from .server import ServerSettings
 
     srv = ml["server"]
     return ServerSettings(
@@ -149,18 +149,18 @@ class WorkflowTracking:
                 flush=True,
             )
         if ml["server"]["start"] and not from_env:
-            import _server
+            from . import server
 
             settings = server_settings(ml, "results/logs/mlflow_server.log", backend)
-            uri = _server.start(settings)
-            self._server = _server
+            uri = server.start(settings)
+            self._server = server
             self._store = StoreURI(
-                _server.absolute_store_uri(backend.uri), backend.source, backend.variable
+                server.absolute_store_uri(backend.uri), backend.source, backend.variable
             )
             self._artifacts = settings.artifacts_destination
             print(
                 f"MLflow tracking server for this run: {uri} (store "
-                f"{mask_secrets(_server.absolute_store_uri(settings.backend_store_uri))}, "
+                f"{mask_secrets(server.absolute_store_uri(settings.backend_store_uri))}, "
                 f"artifacts {settings.artifacts_destination}; log {settings.log_file})",
                 flush=True,
             )

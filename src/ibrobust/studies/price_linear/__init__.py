@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ibrobust.config import ConfigError
+from ibrobust.errors import ConfigError
 from ibrobust.kinds import OPTIMIZERS
 from ibrobust.studies import figure_files
 from ibrobust.studies.checks import check_datasets, check_optimizers, check_registry_names

@@ -1,11 +1,11 @@
-"""The claims ledger: every claim of every study in the config, with our number and a verdict.
+"""The ledger table: every claim of every study in the config, with our number and a verdict.
 
 :func:`build_ledger` takes, per study, its context and where its outputs are, loads each
 output through its :class:`~ibrobust.claims.core.Source` (a malformed file stops the
 ledger with :class:`~ibrobust.claims.core.SummaryError`) and evaluates every claim of the
 study's kind (:data:`CLAIMS`): a verdict, or "not run" with the reason (study disabled,
-part not configured, output absent, no rows for the setting). :func:`ledger_markdown` and
-:func:`readme_excerpt` render the table; nothing in the ledger is typed by hand.
+part not configured, output absent, no rows for the setting).
+:mod:`ibrobust.ledger.render` renders the table; nothing in the ledger is typed by hand.
 """
 
 from __future__ import annotations

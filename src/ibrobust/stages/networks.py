@@ -1,4 +1,4 @@
-"""Glue of the network studies (FA, FA-IMAGES, PRELU, cross-paper combinations).
+"""The fit stage of the network studies (FA, FA-IMAGES, PRELU, cross-paper combinations).
 
 :func:`fit` turns one ``train`` job - a dataset, a ``models`` entry, an ``optimizers``
 entry, a supervision and a seed - into a saved model state, a history table and a few

@@ -1,6 +1,6 @@
 """The claims ledger rendered: markdown (claims.md), one HTML page (claims.html, the
 report's first page), the README excerpt, and reading a ledger CSV back. Pure functions of
-the ledger table (:data:`ibrobust.claims.ledger.COLUMNS`)."""
+the ledger table (:data:`ibrobust.ledger.table.COLUMNS`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ibrobust.claims.core import JUDGED, VERDICTS, SummaryError
-from ibrobust.claims.ledger import COLUMNS, RULE_BOUNDS
+from ibrobust.ledger.table import COLUMNS, RULE_BOUNDS
 
 
 def _num(v: float) -> str:

@@ -2,12 +2,12 @@
 
 The keys are documented once, where they are validated: ``schemas/config.schema.yaml``
 (the top level and shared pieces) and each kind's fragment beside its module (assembled by
-:func:`ibrobust.config.load_schema`). This module renders them as markdown: the top-level
+:func:`ibrobust.config.schema.load_schema`). This module renders them as markdown: the top-level
 keys, then per registry (datasets, models, optimizers, attacks, studies) one section per
 kind with a table of its settings (type, default, description) and nested blocks flattened
 to dotted keys.
 
-    ibrobust config docs > docs/config.md      # (or python -m ibrobust.config_docs)
+    ibrobust config docs > docs/config.md      # (or python -m ibrobust.config.docs)
     ibrobust config docs --check               # so does tests/unit/test_config_docs.py
 """
 
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ibrobust import kinds
-from ibrobust.config import load_schema
+from ibrobust.config.schema import load_schema
 
 SHARED = ("adversarial", "radius_grid", "scale")  # the central schema's pieces entries refer to
-SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.yaml"
 HEADER = """# Configuration reference
 
 Generated from the schema (`schemas/config.schema.yaml` and each kind's fragment beside its

@@ -10,7 +10,7 @@ integers that are integers.
   so ``seeds: [0, 1.0]`` validated and reached a path as ``seed1.0``. Here an ``integer``
   of the schema is a Python ``int`` (not a bool, not a float with integral value).
 
-Every problem names its key path in the message style of :mod:`ibrobust.config`
+Every problem names its key path in the message style of :mod:`ibrobust.config.validate`
 (``config key studies.fa.seeds[1]: ...``).
 """
 

@@ -17,7 +17,7 @@ itself is killed outright (SIGKILL: no handler runs), the supervisor notices tha
 parent is gone and takes the group down, so no server outlives the run.
 
 Run as a script, this module *is* that supervisor:
-``python _server.py --watch PID -- mlflow server ...``.
+``python _tracking/server.py --watch PID -- mlflow server ...``.
 """
 
 from __future__ import annotations
@@ -60,14 +60,14 @@ class ServerSettings:
 def mask_password(uri: str) -> str:
     """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db`` (the one
     masking function of ``_tracking.masking``, also for ``?password=...``)."""
-    from _tracking.masking import mask_secrets
+    from .masking import mask_secrets
 
     return mask_secrets(uri)
 
 
 def absolute_store_uri(uri: str) -> str:
     """Relative sqlite paths -> absolute (and their folder created); other URIs as given."""
-    from _tracking.uri import absolute_store_uri as absolute
+    from .uri import absolute_store_uri as absolute
 
     return absolute(uri)
 
@@ -337,5 +337,5 @@ def _supervise(parent: int, cmd: list[str]) -> int:
 if __name__ == "__main__":
     args = sys.argv[1:]
     if len(args) < 4 or args[0] != "--watch" or args[2] != "--":
-        sys.exit("usage: _server.py --watch PARENT_PID -- COMMAND...")
+        sys.exit("usage: server.py --watch PARENT_PID -- COMMAND...")
     sys.exit(_supervise(int(args[1]), args[3:]))

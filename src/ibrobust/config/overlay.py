@@ -7,7 +7,10 @@ So the overlays are checked earlier, by :func:`check_command_line`, which the wo
 profile (``profiles/default/config.yaml``, loaded by Snakemake before it reads the
 overlays) calls; the workflow checks every config file again while parsing
 (:func:`check_files`, for runs without that profile); and ``ibrobust config check FILE...``
-(or ``python -m ibrobust.overlay FILE...``) checks files by hand.
+(or ``python -m ibrobust.config.overlay FILE...``) checks files by hand.
+
+Standalone (the standard library and yaml, no ``ibrobust`` import): the profile loads this
+file by its path, before and without the package.
 """
 
 from __future__ import annotations
@@ -101,7 +104,8 @@ def check_command_line(argv: list[str] | None = None) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``ibrobust config check FILE...``: one line per file, exit 1 on any problem."""
+    """``ibrobust config check FILE...`` (``python -m ibrobust.config.overlay FILE...``): one
+    line per file, exit 1 on any problem."""
     bad = 0
     for p in argv:
         try:

@@ -1,14 +1,14 @@
 """Does a verdict move with scale? The trend of each claim over the rungs of a scale ladder.
 
 A study with a ``scale`` block runs once per rung (the study ``<name>@<key>=<value>``,
-:func:`ibrobust.config.expand_scale`); the ledger evaluates each rung like any study. For
-every claim (id and setting) of a ladder, :func:`trends` compares the rungs: the verdict at
-each rung, and whether our number grows, shrinks or stays as the scale rises, judged on the
-intervals of the smallest and the largest rung: their difference gets the half-width
-sqrt(h_first^2 + h_last^2) (the rungs are independent runs); the trend is "grows" when the
-difference minus that half-width is above 0, "shrinks" when the difference plus it is
-below 0, else "steady". A rung without an interval (one unit) leaves the trend "unknown".
-Pure pandas on the ledger table (:data:`ibrobust.claims.ledger.COLUMNS`).
+:func:`ibrobust.studies.expansion.expand_scale`); the ledger evaluates each rung like any
+study. For every claim (id and setting) of a ladder, :func:`trends` compares the rungs: the
+verdict at each rung, and whether our number grows, shrinks or stays as the scale rises,
+judged on the intervals of the smallest and the largest rung: their difference gets the
+half-width sqrt(h_first^2 + h_last^2) (the rungs are independent runs); the trend is "grows"
+when the difference minus that half-width is above 0, "shrinks" when the difference plus it
+is below 0, else "steady". A rung without an interval (one unit) leaves the trend "unknown".
+Pure pandas on the ledger table (:data:`ibrobust.ledger.table.COLUMNS`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ibrobust.config import Rung
+from ibrobust.studies.expansion import Rung
 
 GROWS, SHRINKS, STEADY, UNKNOWN = "grows", "shrinks", "steady", "unknown"
 TREND_COLUMNS = [
