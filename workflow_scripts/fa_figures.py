@@ -10,9 +10,9 @@ import pandas as pd
 from _figures import gather_csv, gather_json, save_outputs
 from _job import Job
 
-from ibrobust.experiments.tables import mean_std, per_readout
 from ibrobust.io import atomic_path, save_csv
 from ibrobust.plotting.cosines import cosine_heatmaps
+from ibrobust.stages.tables import mean_std, per_readout
 from ibrobust.studies.feature_averaging.plots import robust_curves
 
 p, out = snakemake.params, snakemake.output

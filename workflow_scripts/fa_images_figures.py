@@ -9,9 +9,9 @@ import pandas as pd
 from _figures import gather_csv, gather_json, save_outputs
 from _job import Job
 
-from ibrobust.experiments.tables import per_readout
 from ibrobust.io import atomic_path, save_csv
 from ibrobust.plotting.cosines import cosine_heatmaps
+from ibrobust.stages.tables import per_readout
 from ibrobust.studies.feature_averaging_images.plots import robust_curves_by_dataset
 from ibrobust.studies.feature_averaging_images.tables import summary_table
 

@@ -25,8 +25,8 @@ CONFIG_DOC = Path("docs") / "config.md"
 
 
 def claims_diff(a: argparse.Namespace) -> int:
-    from ibrobust.claims.diff import diff_csv, diff_ledgers, diff_markdown
-    from ibrobust.claims.render import read_ledger
+    from ibrobust.ledger.diff import diff_csv, diff_ledgers, diff_markdown
+    from ibrobust.ledger.render import read_ledger
 
     names = (str(a.before), str(a.after))
     table = diff_ledgers(read_ledger(a.before), read_ledger(a.after), names)
@@ -38,7 +38,7 @@ def claims_diff(a: argparse.Namespace) -> int:
 
 
 def claims_excerpt(a: argparse.Namespace) -> int:
-    from ibrobust.claims.render import full_table_name, read_ledger, readme_excerpt, splice_excerpt
+    from ibrobust.ledger.render import full_table_name, read_ledger, readme_excerpt, splice_excerpt
 
     excerpt = readme_excerpt(read_ledger(a.ledger), max_rows=a.rows, full=full_table_name(a.ledger))
     if a.readme is None:
@@ -51,7 +51,7 @@ def claims_excerpt(a: argparse.Namespace) -> int:
 
 def config_docs(a: argparse.Namespace) -> int:
     from ibrobust.config import load_schema
-    from ibrobust.config_docs import SCHEMA, render
+    from ibrobust.config.docs import SCHEMA, render
 
     text = render(load_schema(SCHEMA))
     if not a.check:
@@ -66,7 +66,7 @@ def config_docs(a: argparse.Namespace) -> int:
 
 
 def config_check(a: argparse.Namespace) -> int:
-    from ibrobust.overlay import main as check_overlays
+    from ibrobust.config.overlay import main as check_overlays
 
     return check_overlays([str(f) for f in a.files])
 

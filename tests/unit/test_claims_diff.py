@@ -1,4 +1,4 @@
-"""Two ledgers compared (ibrobust.claims.diff) on hand-made ledger CSVs: a changed verdict, a
+"""Two ledgers compared (ibrobust.ledger.diff) on hand-made ledger CSVs: a changed verdict, a
 value that moved beyond the intervals (the difference's interval computed by hand), one
 within them, rows without an interval, added and removed keys, a ledger from before this
 round's columns and one from before intervals; the markdown and CSV renderings."""
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from ibrobust.claims.core import SummaryError
-from ibrobust.claims.diff import (
+from ibrobust.ledger.diff import (
     ADDED,
     CHANGED,
     DIFF_COLUMNS,
@@ -25,9 +25,9 @@ from ibrobust.claims.diff import (
     diff_ledgers,
     diff_markdown,
 )
-from ibrobust.claims.ledger import COLUMNS
-from ibrobust.claims.render import read_ledger
-from ibrobust.claims.trend import difference
+from ibrobust.ledger.render import read_ledger
+from ibrobust.ledger.table import COLUMNS
+from ibrobust.ledger.trend import difference
 
 NAN, INF = math.nan, math.inf
 NEW_COLUMNS = ["source", "quote", "scope", "derivation", "fragile", "fragile_reason"]

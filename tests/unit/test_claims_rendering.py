@@ -24,7 +24,6 @@ from matplotlib.text import Annotation
 
 from ibrobust import cli
 from ibrobust.claims.core import HOLDS, INCONCLUSIVE, NOT_RUN, VERDICTS, StudyContext, SummaryError
-from ibrobust.ledger.table import COLUMNS, StudyOutputs, build_ledger, ledger_inputs, study_outputs
 from ibrobust.ledger.render import (
     full_table_name,
     ledger_html,
@@ -32,6 +31,7 @@ from ibrobust.ledger.render import (
     read_ledger,
     readme_excerpt,
 )
+from ibrobust.ledger.table import COLUMNS, StudyOutputs, build_ledger, ledger_inputs, study_outputs
 from ibrobust.plotting.claims import claims_figure, row_limits, save_claims_figure
 
 FA = ("fa", "figures/summary.csv")

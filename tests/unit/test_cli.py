@@ -18,10 +18,10 @@ import pytest
 from test_claims_diff import AFTER, BEFORE
 
 from ibrobust import cli
-from ibrobust.claims.diff import DIFF_COLUMNS
-from ibrobust.claims.ledger import COLUMNS
 from ibrobust.config import load_schema
-from ibrobust.config_docs import SCHEMA, render
+from ibrobust.config.docs import SCHEMA, render
+from ibrobust.ledger.diff import DIFF_COLUMNS
+from ibrobust.ledger.table import COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"

@@ -3,11 +3,11 @@
 Rows are matched on (study, claim id, setting); a key in one ledger only is *added* or
 *removed*. For a matched row: whether its verdict changed, and whether its value moved by
 more than the two intervals allow: the difference after - before gets the interval of
-:func:`ibrobust.claims.trend.difference` (half-width sqrt(h_before^2 + h_after^2) on each
+:func:`ibrobust.ledger.trend.difference` (half-width sqrt(h_before^2 + h_after^2) on each
 side, the two ledgers being independent runs), and the value *moved* when that interval
 excludes 0, else it is *within* them; a row without an interval in either ledger (one unit,
 not run, or a ledger from before intervals) is *no interval*. Pure pandas on ledger tables
-as :func:`ibrobust.claims.render.read_ledger` reads them.
+as :func:`ibrobust.ledger.render.read_ledger` reads them.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ibrobust.claims.core import SummaryError
-from ibrobust.claims.render import units_text
-from ibrobust.claims.trend import difference
+from ibrobust.ledger.render import units_text
+from ibrobust.ledger.trend import difference
 
 KEY = ["study", "id", "setting"]
 ADDED, REMOVED, CHANGED, UNCHANGED = "added", "removed", "changed", "unchanged"

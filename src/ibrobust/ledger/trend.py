@@ -94,7 +94,7 @@ def difference(before: Mapping, after: Mapping) -> tuple[float, float, float]:
     is sqrt(h_a^2 + h_b^2) of the two rows' half-widths (how far below the difference it may
     lie combines ``after``'s lower half with ``before``'s upper half, and vice versa); an end
     is -inf / inf when a row has no interval or is censored on that side. Shared by
-    :func:`trends` (smallest rung -> largest) and :mod:`ibrobust.claims.diff` (one ledger ->
+    :func:`trends` (smallest rung -> largest) and :mod:`ibrobust.ledger.diff` (one ledger ->
     another)."""
     d = float(after["ours_mean"]) - float(before["ours_mean"])
     down = math.hypot(_half(after, "lo"), _half(before, "hi"))
