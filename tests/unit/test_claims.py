@@ -271,6 +271,13 @@ def test_fa_span_residual_is_not_applicable_to_gram_space_gd(tmp_path):
     assert verdicts(df, "fa", "fa.span_residual") == [WEAKER]
     df = ledger(tmp_path, direct_gd(), {FA: fa_summary(residual=0.05)})
     assert verdicts(df, "fa", "fa.span_residual") == [FAILS]
+    # sign descent (kind gd, norm linf: configs/cross_paper.yaml's fa_sign) and robust ERM
+    # train by autograd whatever their method says: the lemma is tested
+    for change in ({"norm": "linf", "scale": "unit"}, {"adversarial": {"eps": 4.0, "norm": "l2"}}):
+        cfg = default_config()
+        cfg["optimizers"]["gd"].update(change)
+        df = ledger(tmp_path, cfg, {FA: fa_summary(residual=5e-3)})
+        assert verdicts(df, "fa", "fa.span_residual") == [WEAKER], change
 
 
 def test_fa_columns_an_older_summary_lacks_are_not_run(tmp_path):
