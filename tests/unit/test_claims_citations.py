@@ -10,13 +10,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 from claims_fixtures import ROOT
 from config_helpers import merged
+from test_self_contained import ABSOLUTE, OUTSIDE_DOCS, tracked_files
 
 from ibrobust.claims.citations import DOCUMENTS, FIGURE_READING, LI_2025, Citation, Document
 from ibrobust.claims.core import Claim, Measurement, at_least
@@ -24,7 +24,8 @@ from ibrobust.claims.ledger import CLAIMS, study_outputs
 from ibrobust.config import load_schema, validate_config
 
 CONFIGS = ["config.yaml", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "configs").glob("*.yaml"))]  # fmt: skip
-FORBIDDEN = ("seeds/", "shared/", "/work/")  # the workspace around a checkout, not the repository
+# the workspace around a checkout, not the repository (spelled as test_self_contained.py does)
+FORBIDDEN = ("seeds/", "shared/", ABSOLUTE, *OUTSIDE_DOCS)
 MD_PATH = re.compile(r"[\w./-]+\.md\b")
 
 
@@ -46,18 +47,6 @@ def _claims(config: str) -> list[tuple[str, Claim]]:
         for so in study_outputs(cfg, "results")
         for c in CLAIMS[so.kind].claims(so.ctx)
     ]
-
-
-@functools.cache
-def _tracked() -> frozenset[str]:
-    """The files a clone has (git ls-files; the working tree where git is unavailable)."""
-    try:
-        out = subprocess.run(
-            ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
-        )
-        return frozenset(out.stdout.split())
-    except (OSError, subprocess.CalledProcessError):  # pragma: no cover - a tarball
-        return frozenset(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if p.is_file())
 
 
 def verbatim(c: Citation) -> bool:
@@ -86,7 +75,7 @@ def test_every_claim_cites_a_published_document(config):
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_no_citation_points_at_a_file_a_clone_lacks(config):
-    tracked = _tracked()
+    tracked = set(tracked_files())
     for study, c in _claims(config):
         where = f"{config}: {study} {c.id}"
         cit = c.citation
