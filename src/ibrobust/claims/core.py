@@ -206,7 +206,11 @@ class Measurement:
             return self.jackknife()
         if self.interval is not None or len(self.values) < 2:
             return None
-        names = self.labels or tuple(f"{self.unit.rstrip('s')} {i + 1}" for i in range(self.n))
+        # without labels the units have no names: say which one by its place, not as "seed 1"
+        # (which reads as seed id 1 where the seeds are 0, 1, 2)
+        names = self.labels or tuple(
+            f"the {_ordinal(i + 1)} of {self.n} {self.unit}" for i in range(self.n)
+        )
         return [
             (
                 names[i],
@@ -252,6 +256,12 @@ class Measurement:
         if iv is not None and self.lower_bound:
             iv = censored(iv)
         return iv
+
+
+def _ordinal(i: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= i % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(i % 10, "th")
+    return f"{i}{suffix}"
 
 
 def pooled_slope(

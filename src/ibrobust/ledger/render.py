@@ -113,12 +113,20 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
         "marks a verdict that changes when any one unit (seed, draw or run) is left out.",
         "",
     ]
-    for _, r in df.drop_duplicates(["study", "id"]).iterrows():
+    # one entry per claim and rule: a claim whose rule differs by setting (e.g. per readout)
+    # lists each rule with the settings it judges
+    rules = ["study", "id", "rule", "derivation"]
+    for _, r in df.drop_duplicates(rules).iterrows():
         method = df[(df["id"] == r["id"]) & (df["ci_method"] != "")]["ci_method"]
         how = f" Interval: {', '.join(dict.fromkeys(method))}." if len(method) else ""
+        same = df[(df["study"] == r["study"]) & (df["id"] == r["id"])]
+        where = ""
+        if len(same.drop_duplicates(rules)) > 1:
+            mine = (same["rule"] == r["rule"]) & (same["derivation"] == r["derivation"])
+            where = f" (for {'; '.join(dict.fromkeys(same[mine]['setting']))})"
         out += [
             f'- `{r["id"]}` ({r["source"]}; scope: {r["scope"]}). Quote: "{r["quote"]}"',
-            f"  - Rule: {r['rule']}.",
+            f"  - Rule{where}: {r['rule']}.",
             f"  - Derivation: {r['derivation']}",
             f"  - Measured: {r['measure']}.{how}",
         ]
@@ -264,4 +272,7 @@ def read_ledger(path: str | Path) -> pd.DataFrame:
     df = df.assign(**{c: math.nan if c in NUMERIC else "" for c in absent})
     df = df.reindex(columns=[*COLUMNS, *(c for c in df if c not in COLUMNS)])
     df["lower_bound"] = df["lower_bound"].astype(str).str.lower() == "true"
+    # True, False or empty (not assessed), as written; the CSV holds their text
+    df["fragile"] = [{"true": True, "false": False}.get(str(v).strip().lower(), "")
+                     for v in df["fragile"]]  # fmt: skip
     return df

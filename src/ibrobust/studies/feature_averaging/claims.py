@@ -26,7 +26,7 @@ from ibrobust.claims.core import (
     not_above,
     restricted,
 )
-from ibrobust.kinds import MODELS
+from ibrobust.kinds import MODELS, OPTIMIZERS, trainer
 from ibrobust.studies.feature_averaging.claims_scaling import scaling_claims
 
 # ---- column mapping (summary.csv) ----
@@ -34,6 +34,7 @@ SETTING = "setting"  # binary | multiclass | the reference's label
 BINARY, MULTICLASS = "binary", "multiclass"
 # the paper's hand-built robust net: its rows carry its kind's label (ibrobust.kinds.MODELS)
 REFERENCE = MODELS.capability("robust_reference", "label")
+GRAM_PATH = "gram_gd"  # the training path that keeps W(t) in W(0) + span{x_i} (kinds.TRAINERS)
 READOUT = "readout"  # optional: the binary readout of the row (absent: LEGACY_READOUT)
 LEGACY_READOUT = "sum"  # what the attack jobs used before readouts were a study list
 ATTACKS = ("pgd_margin", "pgd_ce", "universal")
@@ -203,7 +204,7 @@ def span_residual(dataset: str):
                 "dimensions) span the whole input space, so every weight vector is in their "
                 "span: a study with n + k < d tests the lemma"
             )
-        gram = [o for o in ctx.config["optimizers"] if _gram(ctx.optimizers.get(o, {}))]
+        gram = [o for o in ctx.config["optimizers"] if _gram(ctx, o)]
         if gram:
             raise NotApplicable(
                 f"optimizer {gram[0]!r} trains in the span of the inputs by construction "
@@ -216,8 +217,16 @@ def span_residual(dataset: str):
     return compute
 
 
-def _gram(opt: Mapping) -> bool:
-    return opt.get("kind") == "gd" and opt.get("method", "gram") == "gram"
+def _gram(ctx: StudyContext, optimizer: str) -> bool:
+    """Whether a net of the study trains with ``optimizer`` on the Gram-space GD path with
+    ``method: gram`` (:func:`ibrobust.kinds.trainer`; sign descent or another norm trains by
+    autograd whatever its ``method`` says)."""
+    opt = ctx.optimizers.get(optimizer, {})
+    return any(
+        trainer(ctx.models[m], opt) == GRAM_PATH and OPTIMIZERS.setting(opt, "method") == "gram"
+        for m in ctx.config["models"]
+        if m in ctx.models
+    )
 
 
 def column_of(dataset: str, settings: tuple[str, ...], col: str, scale: float = 1.0):

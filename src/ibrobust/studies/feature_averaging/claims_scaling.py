@@ -36,7 +36,7 @@ def scaling_slope(setting: str, key: str = "k"):
         if df.empty:
             raise NotRun(f"no {setting} critical radius in the {key} sweep")
         m = pooled_slope(
-            np.log(df[key]), np.log(df["critical_radius"]), df["seed"].to_numpy(),
+            np.log(df[key]), np.log(df["critical_radius"]), df["seed"].astype(int).to_numpy(),
             f"({key}, seed) pairs",
         )  # fmt: skip
         return Measurement(

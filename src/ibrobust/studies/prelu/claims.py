@@ -118,6 +118,8 @@ def radius_over(p: float, reference):
 
 def column(p: float, col: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        if col not in src["summary"]:  # an optional column (SOURCES): a summary from before it
+            raise NotRun(f"the summary has no {col!r} (written before the claim read it)")
         v = _runs(src["summary"], ctx, p)[col]
         if v.isna().any():
             raise ValueError(f"column {col!r} is NaN for a p={p:g} run")
