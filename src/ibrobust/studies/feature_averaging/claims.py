@@ -531,7 +531,7 @@ def _readout_claim(ds: str, setting: str, ro: str, k: int) -> Claim:
     hi = round(KCLASS_READING[1] / BINARY_READING[0], 2)
     sum_cap = round(math.sqrt(2 * k / (k + 2)), 3)
     if ro == "argmax":
-        rule = between("ratio", (lo, hi), (1.0, math.inf))
+        rule = between("ratio", (lo, hi), (1.0, math.inf), strict=True)
         derivation = (
             f"The figure's 10-class curve is the argmax readout's (its cliff at ~39 = "
             f"sqrt(d/2), the midpoint between clusters): strong (P1, the figure within its "
@@ -540,7 +540,7 @@ def _readout_claim(ds: str, setting: str, ro: str, k: int) -> Claim:
             "Weak (the same direction): > 1."
         )
     elif ro == "sum":
-        rule = between("ratio", (1.0, math.inf), (1.0, math.inf))
+        rule = between("ratio", (1.0, math.inf), (1.0, math.inf), strict=True)
         derivation = (
             "The figure's number is the argmax readout's; for the sum readout the source "
             "states the direction only: strong = weak (P5): > 1. (The project's own analysis "
@@ -550,7 +550,7 @@ def _readout_claim(ds: str, setting: str, ro: str, k: int) -> Claim:
             "source's.)"
         )
     else:
-        rule = between("ratio", (1.0, math.inf), (1.0, math.inf))
+        rule = between("ratio", (1.0, math.inf), (1.0, math.inf), strict=True)
         derivation = (
             "The figure's number is the argmax readout's; for this readout the sources give "
             "no number: strong = weak (P5, the direction only): > 1."
@@ -599,7 +599,12 @@ def _gradient_claim(ds: str, tag: str, k: int) -> Claim:
         paper=f"qualitative (talk); theory ratio sqrt(k/8) = {c}",
         measure="median over test points of q / ||grad_x q|| (q = y F(x)) of the "
         "robust reference / of the 2-class net, same seed",
-        rule=between("ratio", (round(c * (1 - TOL), 3), round(c * (1 + TOL), 3)), (1.0, math.inf)),
+        rule=between(
+            "ratio",
+            (round(c * (1 - TOL), 3), round(c * (1 + TOL), 3)),
+            (1.0, math.inf),
+            strict=True,
+        ),
         compute=first_order_ratio(ds),
         sources=("margin_gradient",),
     )

@@ -87,7 +87,9 @@ def scaling_claims(binary: str) -> list[Claim]:
             measure="the least-squares slope of log critical radius on log k over the sweep "
             "(critical_radius_scaling.csv; k whose radius is off the grid left out), common "
             "to the seeds with an intercept per seed",
-            rule=between("slope", (-half * (1 + TOL), -half * (1 - TOL)), (-np.inf, 0.0)),
+            rule=between(
+                "slope", (-half * (1 + TOL), -half * (1 - TOL)), (-np.inf, 0.0), strict=True
+            ),
             compute=scaling_slope(binary, "k"),
             sources=("scaling",),
             applies=_scaling_applies("k"),
@@ -103,7 +105,7 @@ def scaling_claims(binary: str) -> list[Claim]:
             paper="slope 1/2 in log d (theory sqrt(d/k))",
             measure="the least-squares slope of log critical radius on log d over the sweep, "
             "common to the seeds with an intercept per seed",
-            rule=between("slope", (half * (1 - TOL), half * (1 + TOL)), (0.0, np.inf)),
+            rule=between("slope", (half * (1 - TOL), half * (1 + TOL)), (0.0, np.inf), strict=True),
             compute=scaling_slope(binary, "d"),
             sources=("scaling",),
             applies=_scaling_applies("d"),

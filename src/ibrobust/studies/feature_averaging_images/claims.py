@@ -179,7 +179,9 @@ def claims(ctx: StudyContext) -> list[Claim]:
                         f"{paper[BINARY]:.3f} (ResNet-18): +{gap:.3f}",
                         measure="worst-case robust accuracy (over the PGD attacks) of the "
                         "10-class net minus the 2-class net's at this radius, per seed",
-                        rule=at_least("k-class minus 2-class robust accuracy", strong, 0.0),
+                        rule=at_least(
+                            "k-class minus 2-class robust accuracy", strong, 0.0, strict=True
+                        ),
                         compute=multiclass_minus_binary(ds, eps, ro),
                         sources=("summary", "curves"),
                     )

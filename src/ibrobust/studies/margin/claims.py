@@ -422,7 +422,7 @@ def _training_claims() -> list[Claim]:
             measure="least-squares slope of log10 normalized margin on log10(-log10 L) over "
             "each run's checkpoints at log10 L within one decade of -10, -15, -20, -120, an "
             "intercept per run",
-            rule=between("slope", (0.48, 1.14), (0.0, np.inf)),
+            rule=between("slope", (0.48, 1.14), (0.0, np.inf), strict=True),
             compute=margin_trend("normalized_margin", window=tuple(PAPER_EPOCHS)),
         ),
         Claim(
@@ -499,7 +499,7 @@ def _flow_claims() -> list[Claim]:
             "fall): > 0.",
             paper="L(t) = Theta(1/(t (log t)^(2-2/L)))",
             measure="loss_rate_slope / loss_rate_theory per constant-step run",
-            rule=between("measured / theory slope", (1 - TOL, 1 + TOL), (0.0, np.inf)),
+            rule=between("measured / theory slope", (1 - TOL, 1 + TOL), (0.0, np.inf), strict=True),
             compute=rate_ratio("loss_rate"),
         ),
         Claim(
@@ -515,7 +515,7 @@ def _flow_claims() -> list[Claim]:
             "in [0.9, 1.1]. Weak (the same direction, growing): > 0.",
             paper="rho = Theta((log t)^(1/L))",
             measure="norm_rate_slope / norm_rate_theory per constant-step run",
-            rule=between("measured / theory slope", (1 - TOL, 1 + TOL), (0.0, np.inf)),
+            rule=between("measured / theory slope", (1 - TOL, 1 + TOL), (0.0, np.inf), strict=True),
             compute=rate_ratio("norm_rate"),
         ),
         Claim(
@@ -542,7 +542,7 @@ def _flow_claims() -> list[Claim]:
             paper="the limit direction is a KKT point of the max-margin problem",
             measure="least-squares slope of log10 kkt_residual (1 - cos(theta, -grad L), full "
             "training set) on log10(-log10 L) over each run's checkpoints, an intercept per run",
-            rule=at_most("slope", 0.0, 0.0),
+            rule=at_most("slope", 0.0, 0.0, strict=True),
             compute=margin_trend("kkt_residual"),
         ),
         Claim(
@@ -561,7 +561,7 @@ def _flow_claims() -> list[Claim]:
             paper="the loss decreases very slowly at a constant rate",
             measure="per seed: log10 L (loss-based, at the constant run's last epoch; its last "
             "value where it stopped earlier) - log10 L (constant step, last epoch)",
-            rule=at_most("log10 L difference", 0.0, 0.0),
+            rule=at_most("log10 L difference", 0.0, 0.0, strict=True),
             compute=constant_stalls,
             sources=("schedules",),
             not_applicable=_no_flow,
@@ -588,7 +588,7 @@ def _robustness_claims() -> list[Claim]:
                 measure=f"slope over the checkpoints of the mean over {split} points of min(R, "
                 "r) / r (R = the smallest distance over the attacks, r = the l2 grid's top) on "
                 "log10(-log10 L), an intercept per run",
-                rule=at_least("slope of the robust-accuracy area", 0.0, 0.0),
+                rule=at_least("slope of the robust-accuracy area", 0.0, 0.0, strict=True),
                 compute=robust_area(split),
                 sources=("summary", "points"),
             )

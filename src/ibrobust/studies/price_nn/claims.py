@@ -284,7 +284,7 @@ def claims(ctx: StudyContext) -> list[Claim]:
                     paper="GD ahead in the (n, eps) heatmap (Fig. 3, Fig. 8)",
                     measure="per seed where both algorithms fitted: GD - SD robust test "
                     "accuracy (points)",
-                    rule=at_least("GD - SD", 0.0, 0.0),
+                    rule=at_least("GD - SD", 0.0, 0.0, strict=True),
                     compute=cnn_cell(n, eps),
                     sources=("cells",),
                     applies=_needs("cnn"),
@@ -304,7 +304,7 @@ def claims(ctx: StudyContext) -> list[Claim]:
             paper="the price grows for fewer samples (Fig. 3)",
             measure="least-squares slope of GD - SD robust test accuracy on log n, an intercept "
             "per (seed, eps)",
-            rule=at_most("slope per unit log n", 0.0, 0.0),
+            rule=at_most("slope per unit log n", 0.0, 0.0, strict=True),
             compute=cnn_trend("n"),
             sources=("cells",),
             applies=_needs("cnn"),
@@ -321,7 +321,7 @@ def claims(ctx: StudyContext) -> list[Claim]:
             paper="the price grows with the requested robustness (Fig. 3)",
             measure="least-squares slope of GD - SD robust test accuracy on eps, an intercept "
             "per (seed, n)",
-            rule=at_least("slope per unit eps", 0.0, 0.0),
+            rule=at_least("slope per unit eps", 0.0, 0.0, strict=True),
             compute=cnn_trend("eps"),
             sources=("cells",),
             applies=_needs("cnn"),
@@ -343,7 +343,7 @@ def claims(ctx: StudyContext) -> list[Claim]:
             paper="the robust-ERM row differs more than the ERM row (Fig. 8)",
             measure="per seed at the smallest n: mean over eps > 0 of GD - SD robust test "
             "accuracy - (GD - SD clean test accuracy at eps 0)",
-            rule=at_least("difference", 0.0, 0.0),
+            rule=at_least("difference", 0.0, 0.0, strict=True),
             compute=cnn_robust_over_erm,
             sources=("cells",),
             applies=_needs("cnn"),
@@ -364,7 +364,7 @@ def claims(ctx: StudyContext) -> list[Claim]:
             paper="SD unstable near convergence at the largest n and eps",
             measure="per seed: SD's late train-loss increase fraction - GD's, in the largest "
             "(n, eps) cell",
-            rule=at_least("SD - GD late increase fraction", 0.0, 0.0),
+            rule=at_least("SD - GD late increase fraction", 0.0, 0.0, strict=True),
             compute=cnn_instability,
             sources=("cells",),
             applies=_needs("cnn"),
@@ -389,7 +389,7 @@ def claims(ctx: StudyContext) -> list[Claim]:
                 paper="SD ahead by 4.11 points on average over 3 seeds (Sec. 5.2)",
                 measure="per seed where both fitted: SD - GD robust test accuracy (points; worst "
                 "case of the final attacks)",
-                rule=at_least("SD - GD", strong, 0.0),
+                rule=at_least("SD - GD", strong, 0.0, strict=True),
                 compute=fc_robust(eps),
                 sources=("cells",),
                 applies=_needs("fc"),
@@ -430,7 +430,7 @@ def claims(ctx: StudyContext) -> list[Claim]:
             paper="larger under robust ERM (Fig. 7)",
             measure="per seed: mean over eps > 0 of SD - GD robust test accuracy - (SD - GD "
             "clean test accuracy at eps 0), points",
-            rule=at_least("difference", 0.0, 0.0),
+            rule=at_least("difference", 0.0, 0.0, strict=True),
             compute=fc_robust_over_erm,
             sources=("cells",),
             applies=_needs("fc"),
@@ -451,7 +451,7 @@ def claims(ctx: StudyContext) -> list[Claim]:
             paper="GD overfits robustly late in training, SD does not",
             measure="per fitted seed: (GD best - final robust test accuracy) - (SD best - "
             "final), points",
-            rule=at_least("GD overfitting - SD overfitting", 0.0, 0.0),
+            rule=at_least("GD overfitting - SD overfitting", 0.0, 0.0, strict=True),
             compute=fc_overfitting,
             sources=("cells",),
             applies=_needs("fc"),
