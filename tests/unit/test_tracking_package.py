@@ -379,6 +379,26 @@ def test_a_write_that_fails_after_the_receipt_keeps_the_journal(
     assert f"kept in {journal} - replay it with" in err
 
 
+def test_a_killed_jobs_run_still_unwritten_at_close_is_journaled_killed(
+    job_env, slow_collector, tmp_path
+):
+    """A job that died before its end (its connection dropped) while the store was behind:
+    at close its run goes to the spool too, ending KILLED, as the applier would have ended
+    it."""
+    collector, store = slow_collector(release=threading.Event())  # a store that never answers
+    start = {"op": "start", "name": "s/train/k", "tags": {"ibrobust.run_key": "kk"}, "t": 5}
+    start["params"] = {}
+    metrics = {"op": "metrics", "items": [["train.loss", 0.5, 5, 0]]}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(collector.address)
+        sock.sendall("".join(json.dumps(m) + "\n" for m in (start, metrics)).encode())
+    time.sleep(0.2)  # the collector has read it
+    (journal,) = collector.close(0.2)
+    header, *stream = _lines(journal)
+    assert journal.name == "kk-5.jsonl" and header["problem"] == collector_mod.CUT
+    assert stream[:2] == [start, metrics] and stream[2]["status"] == "KILLED"
+
+
 COLLECTOR_PROCESS = """
 import sys, threading
 sys.path.insert(0, sys.argv[1])

@@ -13,8 +13,8 @@ milliseconds of its last output however slowly the store answers, and a stop's S
 can never fall on a job that is only waiting for MLflow. The applier deletes the journal
 once the run is in the store. A journal stays, to be replayed, for a run whose writing
 failed after its receipt (one warning line, on stderr: the Snakemake log), for one still
-unwritten when :meth:`Collector.close` stops the writing, and for every run received
-before the Snakemake process died. A run whose writing had already failed when its
+unwritten when :meth:`Collector.close` stops the writing (a killed job's run too, ending
+KILLED), and for every run received before the Snakemake process died. A run whose writing had already failed when its
 ``end`` came, or that ends while the tracking server is down, is answered ``error
 <reason>`` instead, and its job spools it (saying so in its log), as does a job that gets
 no receipt in time. A connection that drops before ``end`` (a killed job) leaves its run
@@ -40,6 +40,7 @@ from .masking import mask_secrets
 from .writer import RunWriter, StoreGate, drain, whole_lines
 
 JOURNALED = "the workflow's collector had received the run; it was not in the store yet"
+CUT = "the job ended before its run did; the run was not in the store when the workflow ended"
 REPLAY = "python workflow_scripts/_tracking/replay.py"
 
 
@@ -48,6 +49,7 @@ class _Stream:
 
     def __init__(self, run: RunWriter):
         self.run = run
+        self.read: list[str] = []  # every line read (the journal's stream)
         self.lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()  # None: no more
         self.journal: Path | None = None  # set once the run is received
 
@@ -92,15 +94,14 @@ class Collector:
         threading.Thread(
             target=self._apply, args=(stream,), name="ibrobust-collector-apply", daemon=True
         ).start()
-        lines: list[str] = []
         try:
             for raw in whole_lines(rfile):
                 line = raw.decode()
-                lines.append(line)
+                stream.read.append(line)
                 if _op(line) != "end":
                     stream.lines.put(line)
                     continue
-                reply = self._receipt(stream, lines)
+                reply = self._receipt(stream)
                 stream.lines.put(line)  # after the journal: the applier deletes it
                 try:
                     wfile.write(reply.encode())
@@ -110,20 +111,21 @@ class Collector:
         finally:
             stream.lines.put(None)
 
-    def _receipt(self, stream: _Stream, lines: list[str]) -> str:
+    def _receipt(self, stream: _Stream) -> str:
         """Journal a run whose ``end`` has come and answer ``received``; or ``error ...``
         where it is known already that the run cannot be written (its job spools it)."""
         why = stream.run.error or self.gate.down
         if why:
             return f"error {why}\n"
         try:
-            start = json.loads(lines[0])
-            stream.journal = protocol.write_spool(
-                lines, start, JOURNALED, self._experiment_id, self._uri
-            )
+            stream.journal = self._journal(stream.read, JOURNALED)
         except (OSError, ValueError, KeyError) as err:
             return f"error could not journal the run ({type(err).__name__}: {err})\n"
         return protocol.RECEIVED + "\n"
+
+    def _journal(self, lines: list[str], problem: str) -> Path:
+        start = json.loads(lines[0])
+        return protocol.write_spool(lines, start, problem, self._experiment_id, self._uri)
 
     def _apply(self, stream: _Stream) -> None:
         """The applier: write the run to the store, then settle its journal."""
@@ -160,8 +162,10 @@ class Collector:
 
     def close(self, timeout: float = 0.0) -> list[Path]:
         """Stop listening; wait up to ``timeout`` s for the runs being written to be in the
-        store; then stop writing (each applier after the write it is in). Returns the
-        journals (spool files) of the runs received and not logged, to replay."""
+        store; then stop writing (each applier after the write it is in). A run still
+        unwritten stays journaled; one whose job died before its end (never received) is
+        journaled now, ending KILLED. Returns those journals and the ones of runs whose
+        writing failed: the spool files to replay."""
         deadline = time.monotonic() + timeout
         self._server.shutdown()
         self._server.server_close()
@@ -169,10 +173,25 @@ class Collector:
             while self._active and (left := deadline - time.monotonic()) > 0:
                 self._changed.wait(left)
             self._closing.set()
-            unwritten = [s.journal for s in self._active if s.journal is not None]
+            unwritten = []
+            for stream in self._active:
+                if stream.journal is None and stream.read:
+                    stream.journal = self._journal_cut(stream.read)
+                if stream.journal is not None:
+                    unwritten.append(stream.journal)
             kept = [*self.kept, *unwritten]
         shutil.rmtree(self._dir, ignore_errors=True)
         return kept
+
+    def _journal_cut(self, read: list[str]) -> Path | None:
+        """Journal the run of a job that died before its end, ending KILLED, as the
+        applier would have ended it (an end being received meanwhile is kept)."""
+        end = {"op": "end", "status": "KILLED", "t": protocol.now_ms()}
+        lines = read if _op(read[-1]) == "end" else [*read, json.dumps(end) + "\n"]
+        try:
+            return self._journal(lines, CUT)
+        except (OSError, ValueError, KeyError):
+            return None
 
 
 def _op(line: str) -> str | None:
