@@ -559,6 +559,30 @@ def test_replay_logs_a_spooled_run_once(store, tmp_path):
     assert [r.info.run_id for r in _job_runs(store)] == [run.info.run_id]
 
 
+def test_the_replay_command_runs_as_a_file(store, tmp_path):
+    """``python workflow_scripts/_tracking/replay.py``, as the docs say: run as a file, its
+    folder is no import root (its secrets.py once stood in for the standard library's, and
+    every replay failed)."""
+    from _tracking import protocol
+
+    tags = {protocol.RUN_KEY_TAG: "kcli", "mlflow.parentRunId": "p"}
+    start = protocol.start_message("s/train/cli", tags, {"lr": 1})
+    end = {"op": "end", "status": "FINISHED", "t": start["t"] + 5}
+    protocol.write_spool([json.dumps(m) + "\n" for m in (start, end)], start, "test")
+    command = [sys.executable, str(SCRIPTS / "_tracking" / "replay.py"), str(store.spool)]
+    out = subprocess.run(
+        [*command, "--tracking-uri", store.uri],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith("replayed 1 run(s), 0 already in the store, 0 failed")
+    (run,) = _job_runs(store)
+    assert run.info.run_name == "s/train/cli" and run.info.status == "FINISHED"
+
+
 def test_replay_replaces_a_partial_run_of_the_same_key(store, monkeypatch):
     # the collector created the run, then its store went away mid-stream: FAILED there,
     # complete in the spool; the replay leaves one FINISHED run

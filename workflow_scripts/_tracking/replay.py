@@ -31,8 +31,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: make the package importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __package__ in (None, ""):  # run as a file: make the package importable, and its own
+    # folder no import root - Python put it first, where _tracking/secrets.py would stand in
+    # for the standard library's secrets (pydantic imports it with MLflow)
+    _here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
+    sys.path.insert(0, str(_here.parent))
     __package__ = "_tracking"  # noqa: A001
 
 from .masking import MASK, mask_secrets  # noqa: E402
