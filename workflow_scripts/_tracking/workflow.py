@@ -10,10 +10,12 @@ a fresh SQLite store - opens the parent run (named after what the invocation run
 the collector and exports what jobs need through IBROBUST_* environment variables
 (inherited by local and SLURM jobs alike).
 
-``end`` (``onsuccess``/``onerror``) stops the collector, closes the parent run within a
-bounded time (else spools the closing, for the replay), stops the server, if the run
-started one, and prints the command that serves the store and the URL of the parent run
-(``ui``).
+``end`` (``onsuccess``/``onerror``) closes the collector: it waits a bounded time for the
+runs the collector has received to be in the store (:data:`END_TIMEOUT`; :data:`STOP_WAIT`
+for a run stopped by a signal), and says how many are not and stay journaled in the spool,
+to replay. It then closes the parent run within a bounded time (else spools the closing,
+for the replay), stops the server, if the run started one, and prints the command that
+serves the store and the URL of the parent run (``ui``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ from .uri import artifact_location, probe, resolve_tracking_uri
 from .writer import log_params, retry
 
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")  # UI: training runs
-END_TIMEOUT = 20.0  # s the end-of-run handler waits for the store
+END_TIMEOUT = 20.0  # s the end-of-run handler waits for the store (the runs, the parent)
+STOP_WAIT = 5.0  # s a run stopped by a signal waits for the runs: they are journaled anyway
 # MLflow's HTTP client retries 7 times with backoff 2 (~4 min per call); a few suffice here
 HTTP_CLIENT_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 
@@ -265,24 +268,43 @@ class WorkflowTracking:
             )
 
     def end(self, status: str, timeout: float = END_TIMEOUT) -> None:
-        """Stop the collector, close the parent run (within ``timeout`` s, else spool the
-        closing for the replay), stop the run's tracking server, then print where to see
-        the runs."""
+        """Close the collector (waiting up to ``timeout`` s, :data:`STOP_WAIT` s for a
+        stopped run, ``KILLED``, for the runs it has received to be in the store), close
+        the parent run (within ``timeout`` s, else spool the closing for the replay), stop
+        the run's tracking server, then print where to see the runs."""
         try:
             down = None
             if self.collector is not None:
-                import _lifecycle  # bounded: an unreachable server or Ctrl-C must not hang
-
-                _lifecycle.bounded(10, "stopping the MLflow collector", self.collector.stop)
-                down = self.collector.gate.down
-                self.collector = None
-                os.environ.pop(ENV_COLLECTOR, None)
+                down = self._close_collector(
+                    min(timeout, STOP_WAIT) if status == "KILLED" else timeout
+                )
             if self.parent_run_id:
                 self._close_parent(status, timeout, down)
         finally:
             if self._server is not None:
                 self._server.stop()
             self.print_ui_hint()
+
+    def _close_collector(self, wait: float) -> str | None:
+        """Close the collector; say how many received runs are not in the store (they stay
+        journaled in the spool). Returns why the store is down, if it is."""
+        import _lifecycle  # bounded: an unreachable server or Ctrl-C must not hang
+
+        collector, self.collector = self.collector, None
+        kept: list[Path] = []
+        _lifecycle.bounded(
+            wait + 10, "closing the MLflow collector", lambda: kept.extend(collector.close(wait))
+        )
+        os.environ.pop(ENV_COLLECTOR, None)
+        if kept:
+            print(
+                f"ibrobust: WARNING: {len(kept)} MLflow run(s) of jobs that ended are not in the "
+                f"store (not written within {wait:g} s, or refused); they are kept in "
+                f"{kept[0].parent} - replay them with python workflow_scripts/_tracking/replay.py",
+                file=sys.stderr,
+                flush=True,
+            )
+        return collector.gate.down
 
     def print_ui_hint(self) -> None:
         """The command that serves the store (none for a server that outlives the run) and
