@@ -40,6 +40,7 @@ from ibrobust.claims.core import (
     NOT_APPLICABLE,
     NOT_RUN,
     WEAKER,
+    Decision,
     Measurement,
     NotRun,
     Rule,
@@ -47,6 +48,7 @@ from ibrobust.claims.core import (
     at_least,
     at_most,
     between,
+    decide,
 )
 from ibrobust.ledger.table import build_ledger, study_outputs, study_paths
 
@@ -71,6 +73,30 @@ def test_rules_refuse_empty_regions_and_a_weak_region_not_holding_the_strong():
     with pytest.raises(ValueError, match="must contain"):
         between("x", (0.5, 1.5), (0.6, 2.0))
     assert at_least("x", 1.5, 1.0).thresholds() == [1.0, 1.5]
+
+
+def test_a_censored_interval_lies_within_a_strict_region_open_to_infinity():
+    """Rule.strict makes the weak region's *finite* bounds exclusive ("> 1"); its +inf end is
+    never reached, so a censored interval (upper end +inf: a radius off the grid) is inside
+    a region that is open to +inf. Values (2, 2.5, 3), t(2) = 4.303: 2.5 -+ 4.303 x 0.5 /
+    sqrt 3 = 2.5 -+ 1.242, censored: [1.258, inf]."""
+    m = Measurement((2.0, 2.5, 3.0), lower_bound=True)
+    got = m.ci()
+    assert got.lo == pytest.approx(2.5 - T_975_2 * 0.5 / math.sqrt(3)) and got.hi == math.inf
+    # > 1 (strong = weak): 1.258 > 1 and nothing bounds it above: holds
+    assert decide(between("ratio", (1.0, math.inf), (1.0, math.inf), strict=True), m) == (
+        Decision(HOLDS)
+    )
+    # a finite strong region [1.89, 3.67] inside > 1: the open top leaves the strong region
+    # (a lower bound says nothing of it) but not the weak one: holds weaker
+    rule = between("ratio", (1.89, 3.67), (1.0, math.inf), strict=True)
+    assert decide(rule, m).verdict == WEAKER
+    # the same as the non-strict rule whenever the interval does not touch the bound 1
+    assert decide(between("ratio", (1.89, 3.67), (1.0, math.inf)), m).verdict == WEAKER
+    assert rule.text() == (
+        "holds: the 95 % interval of ratio within [1.89, 3.67]; holds weaker: > 1; does not "
+        "hold: wholly outside it; else inconclusive"
+    )
 
 
 def test_measurement_mean_spread_and_its_interval():
@@ -202,6 +228,23 @@ def test_fa_kclass_over_binary_per_readout(tmp_path, multiclass, expected):
         )
     if multiclass[0] == 12.0:
         assert "straddles the strong threshold 1.29" in rows["readout sum"].reason
+
+
+def test_fa_kclass_over_binary_censored_under_the_strict_direction(tmp_path):
+    """A k-class net robust on the whole grid on seed 0 (NaN: the grid's top, 32): ratios
+    (3.2, 3.0, 2.8) over the 2-class 10, a lower bound: 3.0 -+ 4.303 x 0.2 / sqrt 3 =
+    [2.503, inf]. Every readout's weak region is "> 1" (strict, open to +inf): the censored
+    interval lies in it. Sum and log_odds (strong = weak): holds; argmax (strong [1.89,
+    3.67], which an unbounded interval cannot lie in): holds weaker."""
+    files = {FA: fa_summary(binary=(10.0,) * 3, multiclass=(math.nan, 30.0, 28.0))}
+    rows = rows_by(ledger(tmp_path, default_config(), files), "fa", "fa.kclass_over_binary")
+    assert {k: r.verdict for k, r in rows.items()} == {
+        "readout sum": HOLDS, "readout argmax": WEAKER, "readout log_odds": HOLDS,
+    }  # fmt: skip
+    for r in rows.values():
+        assert r.lower_bound and r.ci_hi == math.inf
+        assert r.ci_lo == pytest.approx(t_ends((3.2, 3.0, 2.8), T_975_2)[0])
+    assert rows["readout argmax"].reason.endswith("a larger radius grid would decide")
 
 
 @pytest.mark.parametrize(

@@ -338,10 +338,16 @@ class Rule:
         )
 
     def _open(self, region: tuple[float, float]) -> tuple[bool, bool]:
-        """Which ends of ``region`` (strong or weak) are exclusive."""
+        """Which ends of ``region`` (strong or weak) are exclusive: under ``strict``, its
+        finite ends that are the weak region's (an infinite end is never reached, and a
+        censored interval's upper end +inf lies within a region open to +inf)."""
         if not self.strict:
             return (False, False)
-        return (region[0] == self.weak[0], region[1] == self.weak[1])
+        lo, hi = region
+        return (
+            lo == self.weak[0] and math.isfinite(lo),
+            hi == self.weak[1] and math.isfinite(hi),
+        )
 
     def thresholds(self) -> list[float]:
         return [v for v in (*self.weak, *self.strong) if math.isfinite(v)]
