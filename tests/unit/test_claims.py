@@ -75,6 +75,63 @@ def test_rules_refuse_empty_regions_and_a_weak_region_not_holding_the_strong():
     assert at_least("x", 1.5, 1.0).thresholds() == [1.0, 1.5]
 
 
+def given(lo: float, hi: float) -> Measurement:
+    """A measurement of 3 seeds whose interval is [lo, hi] (given, not a t interval)."""
+    center = (lo + hi) / 2
+    return Measurement(
+        (center,) * 3, interval=iv.Interval(lo, hi, center, 3, "seeds", "given")
+    )
+
+
+def test_a_strict_rule_excludes_its_direction_bound():
+    """Rule.strict (a direction: "> 0"): at_least("x", 0, 0, strict=True) holds on an
+    interval wholly above 0, not on one that touches 0. A tie on every unit, [0, 0], is not
+    "> 0": outside the weak region (0, inf), it does not hold. [0, 0.5] reaches 0 from above:
+    neither inside (0 is not > 0) nor outside (0.5 is): inconclusive, naming the threshold 0.
+    [0.1, 0.5]: every value > 0: holds. The same rule without strict is ">= 0": [0, 0] and
+    [0, 0.5] lie within [0, inf] and hold."""
+    strict = at_least("x", 0.0, 0.0, strict=True)
+    assert decide(strict, given(0.0, 0.0)) == Decision(FAILS)
+    got = decide(strict, given(0.0, 0.5))
+    assert got.verdict == INCONCLUSIVE
+    assert got.reason.startswith("interval [0, 0.5] straddles the weak threshold 0;")
+    assert decide(strict, given(0.1, 0.5)) == Decision(HOLDS)
+    assert decide(strict, given(-0.5, -0.1)) == Decision(FAILS)
+    assert strict.text() == (
+        "holds: the 95 % interval of x > 0; holds weaker: > 0; does not hold: wholly outside "
+        "it; else inconclusive"
+    )
+    loose = at_least("x", 0.0, 0.0)
+    assert decide(loose, given(0.0, 0.0)) == Decision(HOLDS)
+    assert decide(loose, given(0.0, 0.5)) == Decision(HOLDS)
+    assert "x >= 0; holds weaker: >= 0;" in loose.text()
+    # a t interval of a tie on every unit: (0, 0, 0) is [0, 0]
+    assert decide(strict, Measurement((0.0, 0.0, 0.0))) == Decision(FAILS)
+
+
+def test_a_strict_rule_with_a_strong_region_inside_the_direction():
+    """at_least("x", 0.2, 0.0, strict=True): strong [0.2, inf) keeps its inclusive 0.2 (only
+    the weak region's finite bound is exclusive), weak (0, inf). [0.2, 0.3] holds;
+    [0.05, 0.3] holds weaker (straddles 0.2); [0, 0.1] touches 0: inconclusive. at_most and
+    between mirror it: "< 0" fails on [0, 0]; between's weak (1, 2) open at both ends."""
+    rule = at_least("x", 0.2, 0.0, strict=True)
+    assert decide(rule, given(0.2, 0.3)) == Decision(HOLDS)
+    assert decide(rule, given(0.05, 0.3)).verdict == WEAKER
+    assert decide(rule, given(0.0, 0.1)).verdict == INCONCLUSIVE
+    assert rule.text().startswith("holds: the 95 % interval of x >= 0.2; holds weaker: > 0;")
+    below = at_most("d", 0.0, 0.0, strict=True)
+    assert decide(below, given(0.0, 0.0)) == Decision(FAILS)
+    assert decide(below, given(-0.3, -0.1)) == Decision(HOLDS)
+    assert decide(below, given(-0.3, 0.0)).verdict == INCONCLUSIVE
+    assert below.text().startswith("holds: the 95 % interval of d < 0; holds weaker: < 0;")
+    two = between("r", (1.2, 1.8), (1.0, 2.0), strict=True)
+    assert "within [1.2, 1.8]; holds weaker: within (1, 2);" in two.text()
+    assert decide(two, given(1.0, 1.5)).verdict == INCONCLUSIVE  # touches 1
+    assert decide(two, given(1.9, 2.0)).verdict == INCONCLUSIVE  # touches 2
+    assert decide(two, given(2.0, 2.0)) == Decision(FAILS)
+    assert decide(two, given(1.1, 1.5)).verdict == WEAKER
+
+
 def test_a_censored_interval_lies_within_a_strict_region_open_to_infinity():
     """Rule.strict makes the weak region's *finite* bounds exclusive ("> 1"); its +inf end is
     never reached, so a censored interval (upper end +inf: a radius off the grid) is inside
