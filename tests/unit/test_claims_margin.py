@@ -422,6 +422,19 @@ def test_margin_robust_area_counts_the_points_of_each_split():
     assert robust_area("test")({"summary": summary, "points": fewer}, ctx).points == 10
 
 
+def test_margin_one_run_whose_points_did_not_move_does_not_hold(tmp_path):
+    """One run whose 4 points at distance 2 stay at 2 (the others at 1): the area is 0.35 at
+    both checkpoints, a slope of exactly 0 and a bootstrap interval [0, 0] (every resample
+    is flat too): a tie, not "> 0" (strict): does not hold. (np.polyfit gave a slope of
+    1e-16 on the flat line, which held.)"""
+    files = files_of("margin", [run(0, 4, 4, dataset="margin_mnist")])
+    df = ledger(tmp_path, default_config(margin=True), files)
+    for split in ("train", "test"):
+        row = one(df, "margin", f"margin.robust_rises_{split}")
+        assert (row.ours_mean, row.ci_lo, row.ci_hi) == (0.0, 0.0, 0.0)
+        assert row.verdict == FAILS
+
+
 def test_malformed_margin_outputs_fail(tmp_path):
     cfg = small()
     files = files_of(SMALL, [run(0), run(1, 4, 7)])
