@@ -78,9 +78,7 @@ def test_rules_refuse_empty_regions_and_a_weak_region_not_holding_the_strong():
 def given(lo: float, hi: float) -> Measurement:
     """A measurement of 3 seeds whose interval is [lo, hi] (given, not a t interval)."""
     center = (lo + hi) / 2
-    return Measurement(
-        (center,) * 3, interval=iv.Interval(lo, hi, center, 3, "seeds", "given")
-    )
+    return Measurement((center,) * 3, interval=iv.Interval(lo, hi, center, 3, "seeds", "given"))
 
 
 def test_a_strict_rule_excludes_its_direction_bound():

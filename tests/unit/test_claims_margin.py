@@ -135,9 +135,7 @@ def test_margin_one_run_study_judges_only_what_one_run_can(tmp_path):
     per_point = [0.0] * 4 + [0.25] * 2 + [0.0] * 4
     want = iv.bootstrap_mean(per_point)
     assert (want.lo, want.hi) == (0.0, pytest.approx(0.125))
-    assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx(
-        (0.05 / STEP, 0.0, 0.125 / STEP)
-    )
+    assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx((0.05 / STEP, 0.0, 0.125 / STEP))
     assert (row.n, row.unit, row.ci_method) == (10, "points", "bootstrap over points")
     assert row.verdict == INCONCLUSIVE and row.fragile == ""  # points are not units left out
     assert row.reason == (
