@@ -27,9 +27,10 @@ p, out = snakemake.params, snakemake.output
 with Job(snakemake) as job:
     # the training draws of this (regime, n) and their exact l_inf margins
     cfg = teacher_config(p.dataset, p.n)
-    x_np, y_np = sample_train_draws(cfg, p.seed, p.draws)  # (R, n, d), (R, n)
+    x, y = sample_train_draws(cfg, p.seed, p.draws)  # tensors (R, n, d), (R, n)
+    x_np, y_np = x.numpy(), y.numpy()
     t0 = time.monotonic()
-    gamma, w_margin = draw_margins(x_np, y_np)  # (R,), (R, d): LP per draw
+    gamma, w_margin = draw_margins(x, y)  # (R,), (R, d): LP per draw
     lp_seconds = time.monotonic() - t0
     draws = np.asarray(p.draws, dtype=np.int64)
     save_npz(out.data, x=x_np, y=y_np, draws=draws, gamma=gamma, w_margin=w_margin)
@@ -45,7 +46,6 @@ with Job(snakemake) as job:
 
     # every algorithm on every draw x eps fraction
     test = load_npz(snakemake.input.test)
-    x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
     x_test, y_test = torch.from_numpy(test["x_test"]), torch.from_numpy(test["y_test"])
     grid = problem_grid(p.draws, gamma, p.eps_fractions)
     tables, solutions = [], {}

@@ -21,7 +21,7 @@ TORCH_NEEDED: dict[str, str] = {}
 LIGHT = sorted(
     p.name
     for p in SCRIPTS.glob("*.py")
-    if p.stem.endswith(("_figure", "_table", "_table1")) or p.stem.startswith("claims_")
+    if p.stem.endswith(("_figure", "_figures", "_table")) or p.stem.startswith("claims_")
 ) + ["_job.py", "_figures.py"]
 
 
@@ -82,9 +82,9 @@ def test_figure_jobs_import_neither_seaborn_nor_scipy(tmp_path):
 
 
 def test_the_light_scripts_are_found():
-    assert {"fa_robust_figure.py", "fa_summary_table.py", "prelu_table1.py"} <= set(LIGHT)
+    assert {"fa_figures.py", "prelu_figures.py", "attack_audit_table.py"} <= set(LIGHT)
     assert set(TORCH_NEEDED) <= set(LIGHT)
-    assert {"cosine_figure.py", "price_gap_difference_figure.py", "_figures.py"} <= set(FIGURES)
+    assert {"fa_figures.py", "price_linear_figures.py", "_figures.py"} <= set(FIGURES)
 
 
 def test_snakemake_process_imports_no_torch():

@@ -153,7 +153,7 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
     from ibrobust.plotting.colors import VERDICT_COLORS
 
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("ibrobust.claims", "templates"),
+        loader=jinja2.PackageLoader("ibrobust.ledger", "templates"),
         autoescape=True,
         keep_trailing_newline=True,
     )
