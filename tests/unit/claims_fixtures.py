@@ -572,24 +572,67 @@ def margin_history(
     return hist, cks
 
 
-def margin_outputs(
-    runs: Mapping[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]], radii: Mapping
+def margin_kkt(cks: pd.DataFrame, residuals: Sequence[float] | None = None, degree: int = 4):
+    """One run's kkt.csv (workflow_scripts/margin_kkt.py): per checkpoint its KKT residual
+    (default: falling tenfold from the first checkpoint to the last) and the net's degree."""
+    r = np.geomspace(0.5, 0.05, len(cks)) if residuals is None else np.asarray(residuals, float)
+    return pd.DataFrame(
+        {"name": cks["name"], "epoch": cks["epoch"], "kkt_residual": r, "homogeneity": degree}
+    )
+
+
+def margin_flow_history(
+    a: float | None = None,
+    degree: int = 4,
+    steps: int = 20000,
+    lr: float = 0.1,
+    log_every: int = 10,
+    fit_step: int = 100,
+    dips: Sequence[int] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(summary.csv, points.csv) as workflow_scripts/margin_summary.py writes them from each
-    run's (history, checkpoints, points) tables; ``radii``: the study's robustness radii."""
+    """(history.csv, checkpoints.csv) of a constant-step run (ibrobust.training.margin.train_flow
+    columns) on the flow's rates exactly: from ``fit_step`` on, L(t) = 1 / (t (ln t)^a) (a =
+    2 - 2/L by default: the theorem's) and rho = (ln t)^(1/L) at t = step x lr; before it
+    the data is not fit. The smoothed margin rises, except one decrease of 1e-6 (relative)
+    at each logged step of ``dips``. Checkpoints: ``separated`` at the fit, ``final``."""
+    a = 2.0 - 2.0 / degree if a is None else a
+    step = np.arange(0, steps + 1, log_every)
+    t = step * lr
+    fit = step >= fit_step
+    ln_t = np.log(np.where(fit & (t > np.e), t, np.e))  # (ln t >= 1: finite where t <= e)
+    ln_loss = np.where(fit, -ln_t - a * np.log(ln_t), math.log(math.log(10.0)))
+    sm = np.where(fit, 1e-3 * (1.0 - 1.0 / ln_t), -1.0)
+    for d in dips:
+        sm[d] = sm[d - 1] * (1 - 1e-6)
+    rho = np.where(fit, ln_t ** (1.0 / degree), 1.0)
+    nm = np.where(fit, sm * 1.01, -0.5)
+    hist = pd.DataFrame(
+        {
+            "epoch": step, "log10_train_loss": ln_loss / math.log(10.0), "q_min": nm * rho**degree,
+            "rho": rho, "normalized_margin": nm, "smoothed_normalized_margin": sm,
+            "train_acc": np.where(fit, 1.0, 0.5), "test_acc": np.where(fit, 0.9, 0.5),
+            "log10_eta": math.log10(lr), "seconds": step * 1e-3, "time": t,
+        }
+    )  # fmt: skip
+    cks = pd.DataFrame([dict(name="separated", epoch=int(step[fit][0])),
+                        dict(name="final", epoch=int(step[-1]))])  # fmt: skip
+    return hist, cks
+
+
+def margin_outputs(
+    runs: Mapping[str, tuple], radii: Mapping, constant: Mapping[str, tuple] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summary.csv, points.csv) as workflow_scripts/margin_summary.py writes them
+    (:func:`ibrobust.studies.margin.tables.run_table` per run) from each loss-based run's
+    (history, checkpoints, points[, kkt]) tables and each constant-step run's (history,
+    checkpoints[, kkt]) (``constant``, keyed by the same run labels); kkt defaults to
+    :func:`margin_kkt`; ``radii``: the study's robustness radii."""
     tables, all_points = {}, []
-    for run, (hist, cks, pts) in runs.items():
-        sep, cc = mr.separation(hist), mr.certificate_check(pts)
+    for run, (hist, cks, pts, *kkt) in runs.items():
         all_points.append(pts.assign(run=run))
-        rob = mr.robust_at(pts, radii)
-        wide = rob.pivot(index="checkpoint", columns="split")
-        wide.columns = [f"{split}_{col}" for col, split in wide.columns]
-        t = mr.checkpoint_table(hist, cks)
-        t = t.merge(wide, left_on="name", right_index=True, how="left")
-        tables[run] = t.assign(
-            **{f"sep_{a}": b for a, b in sep.items()},
-            **{f"cert_{a}": b for a, b in cc.items()},
-            min_log10_loss=float(hist["log10_train_loss"].min()),
-            all_finite=float(mr.all_finite(hist)),
-        )
+        k = kkt[0] if kkt else margin_kkt(cks)
+        tables[(run, "loss_based")] = mr.run_table(hist, cks, pts, k, radii)[0]
+    for run, (hist, cks, *kkt) in (constant or {}).items():
+        k = kkt[0] if kkt else margin_kkt(cks)
+        tables[(run, "constant")] = mr.run_table(hist, cks, None, k, radii, "constant")[0]
     return mr.summary_table(tables), pd.concat(all_points, ignore_index=True)
