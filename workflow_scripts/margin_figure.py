@@ -1,5 +1,6 @@
 """Rule margin_figure: one figure of Study MARGIN and its CSV. margins / loss: the per-epoch
-history with the checkpoints marked (the first run; the CSV holds every run); robust_accuracy:
+history with the checkpoints marked, and the constant-step run of the same seed where the study
+has one (the first run; the CSV holds every run of both schedules); robust_accuracy:
 robust accuracy vs eps per checkpoint, train and test, l2 and l_inf; distance_vs_margin: per
 point, the minimal distance against the point's normalized margin, with the certificate."""
 
@@ -16,12 +17,17 @@ with Job(snakemake) as job:
     runs = p.runs
     label = [f"{r['dataset']}/{r['model']}/seed{r['seed']}" for r in runs]
     if figure in ("margins", "loss"):
-        hist = gather_csv(list(snakemake.input.history), runs)
+        hist = gather_csv(list(snakemake.input.history), runs).assign(schedule="loss_based")
         cks = pd.read_csv(snakemake.input.table[0])
         first = hist[(hist["dataset"] == runs[0]["dataset"]) & (hist["model"] == runs[0]["model"])
                      & (hist["seed"] == runs[0]["seed"])]  # fmt: skip
+        constant, table = None, hist
+        if snakemake.input.flow_history:  # training.flow: the constant-step runs, in runs order
+            flow = gather_csv(list(snakemake.input.flow_history), runs).assign(schedule="constant")
+            constant = pd.read_csv(snakemake.input.flow_history[0])
+            table = pd.concat([hist, flow], ignore_index=True)
         plot = plots.plot_margins if figure == "margins" else plots.plot_loss
-        fig, table = plot(first, cks), hist
+        fig = plot(first, cks, constant)
     else:
         points = gather_csv(list(snakemake.input.points), runs)
         if len(runs) > 1:  # one curve per (run, checkpoint)
