@@ -23,6 +23,7 @@ from ibrobust.training.margin import (
     SEPARATED,
     FlowConfig,
     flow_config_from_dict,
+    half_decades,
     train_flow,
 )
 
@@ -87,6 +88,12 @@ def test_kkt_residual_matches_autograd_on_the_loss_in_batches_and_in_float32():
 # ---------------------------------------------------------------- the constant-step trainer
 
 
+def test_half_decades():
+    assert half_decades(5) == []
+    assert half_decades(10) == [10]
+    assert half_decades(40000) == [10, 32, 100, 316, 1000, 3162, 10000, 31623]
+
+
 def test_one_flow_step_is_lr_times_grad_loss_and_the_history_has_the_flows_time():
     # x = (1, 2), label 0, logits W x: the step is W <- W - lr * grad L (mean CE)
     w0 = [[0.5, -0.25], [0.1, 0.2]]
@@ -103,14 +110,18 @@ def test_one_flow_step_is_lr_times_grad_loss_and_the_history_has_the_flows_time(
     assert res.stop_reason == "epochs" and res.checkpoints[-1].name == "final"
 
 
-def test_flow_checkpoints_at_thresholds_separation_and_end():
+def test_flow_checkpoints_at_thresholds_separation_half_decades_and_end():
     # W (x; -x)-aligned from the start fits the point at step 0: "separated" then, a loss
-    # threshold crossed later, "final" at the last step; rows every 5 steps besides them
+    # threshold crossed later, steps 10 and 32 (half decades), "final" at the last step;
+    # rows every 5 steps besides them
     net = Linear([[0.1, 0.1], [0.0, 0.0]])
     cfg = FlowConfig(lr=1.0, epochs=40, log_every=5, checkpoint_log10_losses=(-1.0,))
     res = train_flow(net, X1, Y1, cfg, x_test=X1, y_test=Y1)
     names = [c.name for c in res.checkpoints]
-    assert names == [SEPARATED, "model-1", "final"]
+    k = next(c.epoch for c in res.checkpoints if c.name == "model-1")
+    marks = [f"step-{s}" for s in (10, 32) if s != k]  # half decades after the fit at 0
+    assert sorted(names) == sorted([SEPARATED, "model-1", *marks, "final"])
+    assert [c.epoch for c in res.checkpoints] == sorted(c.epoch for c in res.checkpoints)
     h = pd.DataFrame(res.history)
     cks = {c.name: c.epoch for c in res.checkpoints}
     assert set(cks.values()) <= set(h["epoch"])  # every checkpoint is a logged row

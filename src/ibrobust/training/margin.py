@@ -310,6 +310,16 @@ def _state(net: nn.Module) -> dict[str, torch.Tensor]:
 SEPARATED = "separated"  # the checkpoint at the first step the data is fit (L_sum < log 2)
 
 
+def half_decades(last: int) -> list[int]:
+    """Steps 10^(k/2), rounded, from 10 to ``last`` (10, 32, 100, 316, 1000, 3162, ...): the
+    constant-step run's checkpoints after separation, evenly spaced in ln t."""
+    out, k = [], 2
+    while (s := round(10 ** (k / 2))) <= last:
+        out.append(s)
+        k += 1
+    return out
+
+
 @dataclass(frozen=True)
 class FlowConfig:
     lr: float  # the constant step on grad L (full batch): the flow's time is t = step x lr
@@ -371,9 +381,11 @@ def train_flow(
     ``log10_eta`` = log10 lr) costs no extra pass. Logged: every ``log_every`` steps, step
     0, each checkpoint and the last step. Checkpoints: the first step below each loss
     threshold it reaches (``model-<i>`` as in :func:`train_margin`), the first step at which
-    the data is fit in the theorem's sense (``separated``: L_sum < log 2, hence every
-    training point classified correctly) and the last step (``final``); test accuracy at
-    the checkpoints only. Stops early ("diverged") if the loss is no longer finite."""
+    the data is fit in the theorem's sense (``separated``: L_sum < log 2 and every training
+    point classified correctly), each step of :func:`half_decades` after it (``step-<s>``:
+    evenly spaced in ln t, so that a checkpoint trend, e.g. the KKT residual's, has points
+    along the whole run) and the last step (``final``); test accuracy at the checkpoints
+    only. Stops early ("diverged") if the loss is no longer finite."""
     degree = require_homogeneous(net, "model")
     dtype = _checked_dtype(net, cfg)
     x, y = x.to(dtype), y.to(torch.int64)
@@ -384,6 +396,7 @@ def train_flow(
     checkpoints: list[Checkpoint] = []
     pending = list(enumerate(cfg.checkpoint_log10_losses, start=1))
     fit_seen, stop_reason = False, "epochs"
+    marks = set(half_decades(cfg.epochs - 1))  # the last step is "final"
     log_fit = math.log(math.log(2.0))  # L_sum < log 2  <=>  log L_sum < log log 2
     net.train()
     try:
@@ -402,6 +415,8 @@ def train_flow(
                 if bool((q > 0).all()) and log_sum < log_fit:
                     fit_seen = True
                     names.append((SEPARATED, None))
+            elif fit_seen and step in marks:
+                names.append((f"step-{step}", None))
             last = step == cfg.epochs or not math.isfinite(log10_l)
             if last:
                 names.append(("final", None))
