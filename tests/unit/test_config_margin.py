@@ -12,6 +12,7 @@ import yaml
 from config_helpers import assert_rejected, bad_cases, merged
 
 from ibrobust.config import load_schema, validate_config
+from ibrobust.studies import margin as study
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema(REPO / "schemas" / "config.schema.yaml")
@@ -68,3 +69,23 @@ BAD = [
 @pytest.mark.parametrize("overlay,key,fragment", bad_cases(BAD))
 def test_bad_margin_config_is_refused_naming_the_key(overlay, key, fragment):
     assert_rejected(merged(BASE, overlay), SCHEMA, key, fragment)
+
+
+# ---------------------------------------------------------------- planning
+
+
+def test_margin_small_trains_a_constant_step_run_per_seed_in_the_loss_based_dtype():
+    cfg = validate_config(BASE, SCHEMA)
+    st = cfg["studies"]["margin_small"]
+    assert study.has_flow(st) and not study.has_flow(cfg["studies"]["margin"])
+    fl = study.flow(cfg, st, "margin_cnn_small")
+    assert fl["lr"] > 0 and fl["dtype"] == st["training"]["dtype"] == "float64"
+    assert "flow" not in study.training(cfg, st, "margin_cnn_small")  # loss-based params
+    files = study.summary_inputs("margin_small", st)
+    assert len(files["flow_history"]) == len(st["seeds"]) == len(files["history"])
+    assert files["flow_kkt"][0].endswith("seed0/constant/kkt.csv")
+    out = study.outputs(cfg, "margin_small", True)
+    assert "results/margin_small/figures/schedules.csv" in out
+    assert not any(f.endswith("schedules.csv") for f in study.outputs(cfg, "margin", True))
+    with pytest.raises(ValueError, match="training.flow"):
+        study.flow(cfg, cfg["studies"]["margin"], "margin_cnn_small")
