@@ -130,9 +130,13 @@ def test_other_class_ratio_hand_cases():
     """max |other-class lambda| / mean same-class lambda, per neuron (hand-computed)."""
     same = torch.tensor([[True, True, False, False], [False, False, True, True],
                          [True, True, False, False]])  # fmt: skip
-    lam = torch.tensor([[2.0, 4.0, 0.3, -0.6],  # own mean 3, other max |.| 0.6 -> 0.2
-                        [-1.0, 0.5, 1.0, 1.0],  # own mean 1, other max |.| 1.0 -> 1.0
-                        [-1.0, 0.5, 5.0, 0.0]])  # own mean -0.25: learned nothing -> NaN
+    lam = torch.tensor(
+        [
+            [2.0, 4.0, 0.3, -0.6],  # own mean 3, other max |.| 0.6 -> 0.2
+            [-1.0, 0.5, 1.0, 1.0],  # own mean 1, other max |.| 1.0 -> 1.0
+            [-1.0, 0.5, 5.0, 0.0],
+        ]
+    )  # own mean -0.25: learned nothing -> NaN
     r = other_class_ratio(lam, same)
     assert r[0].item() == pytest.approx(0.2) and r[1].item() == pytest.approx(1.0)
     assert math.isnan(r[2].item())

@@ -15,9 +15,10 @@ from claims_fixtures import (
     margin_history,
     margin_outputs,
     margin_points,
+    margin_summary_outputs,
 )
 
-from ibrobust.claims.core import NotRun, StudyContext, load_source
+from ibrobust.claims.core import NotApplicable, NotRun, StudyContext, load_source
 from ibrobust.studies.margin import tables as mr
 from ibrobust.studies.margin.claims import SOURCES, claims
 from ibrobust.studies.margin.plots import checkpoint_marks
@@ -132,9 +133,56 @@ def test_robust_curves_use_the_distance_and_skip_unattacked_norms():
     assert c["robust_acc"].tolist() == [0.75, 0.5, 0.25]  # fraction with distance > eps
 
 
-def test_claims_on_the_summary_and_points_of_two_runs(tmp_path):
-    """Every MARGIN claim computes from the outputs margin_summary.py writes, the constant-step
-    runs and schedules.csv included (the verdicts themselves: tests/unit/test_claims.py)."""
+def test_claims_on_the_summary_and_points_of_two_runs():
+    """Every MARGIN claim that reads the summary and points tables margin_summary.py writes
+    computes from them, or says why it cannot (the verdicts themselves:
+    tests/unit/test_claims_margin.py)."""
+    runs = {}
+    for seed, last in ((0, 6), (1, 8)):
+        hist, cks = margin_history(margin_growth=2.0 + seed)
+        d = {(c, sp): [2.0] * (4 if c == "model-1" else last) + [1.0] * (10 - (4 if c == "model-1" else last))
+             for c, _ in MARGIN_CHECKPOINTS for sp in ("train", "test")}  # fmt: skip
+        runs[f"r{seed}"] = (hist, cks, margin_points(d))
+    summary, points = margin_outputs(runs, {"l2": [0.0, 1.0, 1.5, 2.0], "linf": [0.0, 0.1]})
+    assert {"cert_frac_holding", "train_robust_l2", "test_eps_l2", "schedule"} <= set(summary)
+    assert not any(c.startswith("cc_") for c in summary.columns)
+    ctx = StudyContext(
+        "margin", {"robustness": {"attack_points": 10, "radii": {"l2": [0.0, 1.0, 2.0]}}}
+    )
+    src = {"summary": summary, "points": points}
+    got = {}
+    for c in claims(ctx):
+        if not set(c.sources) <= set(src):
+            continue  # schedules.csv: tests/unit/test_claims_margin.py
+        try:
+            got[c.id] = c.compute({s: src[s] for s in c.sources}, ctx)
+        except (NotApplicable, NotRun) as why:
+            got[c.id] = f"{type(why).__name__}: {why}"
+    assert got["margin.loss_below_float64"].values == (-310.0, -310.0)
+    # two checkpoints per run, log10(-log10 L) log10(2.5) apart: slopes log2.5(growth)
+    slopes = (math.log(2) / math.log(2.5), math.log(3) / math.log(2.5))
+    assert got["margin.normalized_grows"].values == pytest.approx(slopes)
+    assert got["margin.epochs_to_threshold"].startswith("NotRun: no checkpoint at the paper's")
+    assert got["margin.smoothed_monotone"].startswith("NotApplicable: the study trains no")
+    assert got["margin.smoothed_monotone_sgd"].values == (0.0, 0.0)
+    assert got["margin.loss_rate"].startswith("NotApplicable: the study trains no constant-step")
+    assert got["margin.kkt_residual_falls"] == "NotRun: the summary has no 'kkt_residual'"
+    # l2 grid top 2: the points that moved from distance 1 to 2 add (2 - 1) / 2 each
+    assert got["margin.robust_rises_train"].values == pytest.approx((0.1, 0.2))
+    assert got["margin.robust_rises_test"].points == 10
+    cert = got["margin.certificate"]
+    assert cert.values == (1.0, 1.0) and cert.ci().n == 80 and cert.unit == "runs"
+    # a run that logged a non-finite value counts as not having reached the loss
+    bad = {"summary": summary.assign(all_finite=[0.0, 0.0, 1.0, 1.0])}
+    m = claims(ctx)[0].compute(bad, ctx)
+    assert m.values == (0.0, -310.0) and "non-finite" in m.note
+
+
+def test_claims_on_the_outputs_of_both_schedules(tmp_path):
+    """Every MARGIN claim computes from the tables margin_summary.py writes (run_table and
+    schedules_table, not hand-added columns), the constant-step runs and schedules.csv
+    included, and each file passes the ledger's column checks (the verdicts themselves:
+    tests/unit/test_claims_margin.py)."""
     runs, constant, hists = {}, {}, ({}, {})
     for seed, last in ((0, 6), (1, 8)):
         hist, cks = margin_history(margin_growth=2.0 + seed)
@@ -144,7 +192,7 @@ def test_claims_on_the_summary_and_points_of_two_runs(tmp_path):
         constant[f"r{seed}"] = margin_flow_history(steps=20000, dips=(500,) * seed)
         hists[0][f"r{seed}"], hists[1][f"r{seed}"] = hist, constant[f"r{seed}"][0]
     radii = {"l2": [0.0, 1.0, 1.5, 2.0], "linf": [0.0, 0.1]}
-    summary, points = margin_outputs(runs, radii, constant)
+    summary, points = margin_summary_outputs(runs, radii, constant)
     assert {"cert_frac_holding", "train_robust_l2", "test_eps_l2"} <= set(summary.columns)
     assert {"schedule", "kkt_residual", "homogeneity", *mr.RATE_COLUMNS} <= set(summary.columns)
     assert not any(c.startswith("cc_") for c in summary.columns)

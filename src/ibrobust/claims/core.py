@@ -206,7 +206,11 @@ class Measurement:
             return self.jackknife()
         if self.interval is not None or len(self.values) < 2:
             return None
-        names = self.labels or tuple(f"{self.unit.rstrip('s')} {i + 1}" for i in range(self.n))
+        # without labels the units have no names: say which one by its place, not as "seed 1"
+        # (which reads as seed id 1 where the seeds are 0, 1, 2)
+        names = self.labels or tuple(
+            f"the {_ordinal(i + 1)} of {self.n} {self.unit}" for i in range(self.n)
+        )
         return [
             (
                 names[i],
@@ -252,6 +256,12 @@ class Measurement:
         if iv is not None and self.lower_bound:
             iv = censored(iv)
         return iv
+
+
+def _ordinal(i: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= i % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(i % 10, "th")
+    return f"{i}{suffix}"
 
 
 def pooled_slope(
@@ -303,11 +313,14 @@ class Rule:
     """A verdict rule: the strong region (the claim holds as the paper states it) and the
     weak region (it holds in the weaker form; contains the strong one), as intervals
     [lo, hi]. The verdict is decided on our number's interval (:func:`decide`); ``what``
-    names the value in the rule's words."""
+    names the value in the rule's words. ``strict``: the weak region's finite bounds are
+    exclusive (a direction: "> 0", "more robust"), and so is a strong bound on one of them;
+    an interval that only touches such a bound (a tie on every unit: [0, 0]) is outside."""
 
     what: str
     strong: tuple[float, float]
     weak: tuple[float, float]
+    strict: bool = False
 
     def __post_init__(self) -> None:
         for lo, hi in (self.strong, self.weak):
@@ -319,9 +332,16 @@ class Rule:
     def text(self, level: float = LEVEL) -> str:
         pct = f"{100 * level:g} %"
         return (
-            f"holds: the {pct} interval of {self.what} {_region(self.strong)}; holds weaker: "
-            f"{_region(self.weak)}; does not hold: wholly outside it; else inconclusive"
+            f"holds: the {pct} interval of {self.what} {_region(self.strong, self._open(self.strong))}"
+            f"; holds weaker: {_region(self.weak, self._open(self.weak))}; does not hold: wholly "
+            "outside it; else inconclusive"
         )
+
+    def _open(self, region: tuple[float, float]) -> tuple[bool, bool]:
+        """Which ends of ``region`` (strong or weak) are exclusive."""
+        if not self.strict:
+            return (False, False)
+        return (region[0] == self.weak[0], region[1] == self.weak[1])
 
     def thresholds(self) -> list[float]:
         return [v for v in (*self.weak, *self.strong) if math.isfinite(v)]
@@ -331,23 +351,27 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _region(iv: tuple[float, float]) -> str:
+def _region(iv: tuple[float, float], open_: tuple[bool, bool] = (False, False)) -> str:
     lo, hi = iv
     if lo == -math.inf and hi == math.inf:
         return "anywhere"
     if lo == -math.inf:
-        return f"<= {_fmt(hi)}"
+        return f"{'<' if open_[1] else '<='} {_fmt(hi)}"
     if hi == math.inf:
-        return f">= {_fmt(lo)}"
-    return f"within [{_fmt(lo)}, {_fmt(hi)}]"
+        return f"{'>' if open_[0] else '>='} {_fmt(lo)}"
+    return f"within {'(' if open_[0] else '['}{_fmt(lo)}, {_fmt(hi)}{')' if open_[1] else ']'}"
 
 
-def _within(lo: float, hi: float, region: tuple[float, float]) -> bool:
-    return region[0] <= lo and hi <= region[1]
+def _within(lo: float, hi: float, region: tuple[float, float], open_=(False, False)) -> bool:
+    above = lo > region[0] if open_[0] else lo >= region[0]
+    below = hi < region[1] if open_[1] else hi <= region[1]
+    return above and below
 
 
-def _disjoint(lo: float, hi: float, region: tuple[float, float]) -> bool:
-    return hi < region[0] or lo > region[1]
+def _disjoint(lo: float, hi: float, region: tuple[float, float], open_=(False, False)) -> bool:
+    under = hi <= region[0] if open_[0] else hi < region[0]
+    over = lo >= region[1] if open_[1] else lo > region[1]
+    return under or over
 
 
 @dataclass(frozen=True)
@@ -375,11 +399,12 @@ def decide(rule: Rule, m: Measurement, level: float = LEVEL) -> Decision:
             f"{m.unit} are needed",
         )
     lo, hi = iv.lo, iv.hi
-    if _within(lo, hi, rule.strong):
+    if _within(lo, hi, rule.strong, rule._open(rule.strong)):
         return Decision(HOLDS)
-    if _within(lo, hi, rule.weak):
+    weak = rule._open(rule.weak)
+    if _within(lo, hi, rule.weak, weak):
         return Decision(WEAKER, _straddled(iv, rule.strong, "strong", m))
-    if _disjoint(lo, hi, rule.weak):
+    if _disjoint(lo, hi, rule.weak, weak):
         return Decision(FAILS)
     return Decision(INCONCLUSIVE, _straddled(iv, rule.weak, "weak", m))
 
@@ -387,7 +412,7 @@ def decide(rule: Rule, m: Measurement, level: float = LEVEL) -> Decision:
 def _straddled(iv: Interval, region: tuple[float, float], which: str, m: Measurement) -> str:
     """Which bound of ``region`` lies inside ``iv``, and the units an estimate says would
     move the interval off it."""
-    inside = [b for b in region if math.isfinite(b) and iv.lo < b < iv.hi]
+    inside = [b for b in region if math.isfinite(b) and iv.lo <= b <= iv.hi]
     if not inside:
         return ""
     b = min(inside, key=lambda t: abs(t - iv.center))
@@ -429,16 +454,18 @@ def fragility(rule: Rule, m: Measurement, level: float = LEVEL) -> Fragility:
     return Fragility(False)
 
 
-def at_least(what: str, strong: float, weak: float) -> Rule:
-    return Rule(what, (strong, math.inf), (weak, math.inf))
+def at_least(what: str, strong: float, weak: float, strict: bool = False) -> Rule:
+    return Rule(what, (strong, math.inf), (weak, math.inf), strict)
 
 
-def at_most(what: str, strong: float, weak: float) -> Rule:
-    return Rule(what, (-math.inf, strong), (-math.inf, weak))
+def at_most(what: str, strong: float, weak: float, strict: bool = False) -> Rule:
+    return Rule(what, (-math.inf, strong), (-math.inf, weak), strict)
 
 
-def between(what: str, strong: tuple[float, float], weak: tuple[float, float]) -> Rule:
-    return Rule(what, strong, weak)
+def between(
+    what: str, strong: tuple[float, float], weak: tuple[float, float], strict: bool = False
+) -> Rule:
+    return Rule(what, strong, weak, strict)
 
 
 # ---- the claim ------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Each row has its own x axis (claims measure different things): the weak region shaded
 light, the strong region dark, our mean as a dot and its interval as a bar, coloured by the
 verdict. A row whose values and thresholds are all positive and span more than two
-decades is drawn on a log axis. Reads only the ledger table (``ibrobust.claims.ledger``:
+decades is drawn on a log axis. Reads only the ledger table (``ibrobust.ledger.table``:
 columns ``ci_lo``/``ci_hi`` and the rule's ``strong_lo``... ``weak_hi``).
 """
 

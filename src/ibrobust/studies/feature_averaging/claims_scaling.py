@@ -36,7 +36,7 @@ def scaling_slope(setting: str, key: str = "k"):
         if df.empty:
             raise NotRun(f"no {setting} critical radius in the {key} sweep")
         m = pooled_slope(
-            np.log(df[key]), np.log(df["critical_radius"]), df["seed"].to_numpy(),
+            np.log(df[key]), np.log(df["critical_radius"]), df["seed"].astype(int).to_numpy(),
             f"({key}, seed) pairs",
         )  # fmt: skip
         return Measurement(
@@ -87,7 +87,9 @@ def scaling_claims(binary: str) -> list[Claim]:
             measure="the least-squares slope of log critical radius on log k over the sweep "
             "(critical_radius_scaling.csv; k whose radius is off the grid left out), common "
             "to the seeds with an intercept per seed",
-            rule=between("slope", (-half * (1 + TOL), -half * (1 - TOL)), (-np.inf, 0.0)),
+            rule=between(
+                "slope", (-half * (1 + TOL), -half * (1 - TOL)), (-np.inf, 0.0), strict=True
+            ),
             compute=scaling_slope(binary, "k"),
             sources=("scaling",),
             applies=_scaling_applies("k"),
@@ -103,7 +105,7 @@ def scaling_claims(binary: str) -> list[Claim]:
             paper="slope 1/2 in log d (theory sqrt(d/k))",
             measure="the least-squares slope of log critical radius on log d over the sweep, "
             "common to the seeds with an intercept per seed",
-            rule=between("slope", (half * (1 - TOL), half * (1 + TOL)), (0.0, np.inf)),
+            rule=between("slope", (half * (1 - TOL), half * (1 + TOL)), (0.0, np.inf), strict=True),
             compute=scaling_slope(binary, "d"),
             sources=("scaling",),
             applies=_scaling_applies("d"),

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ibrobust.config import ConfigError, check_adversarial, sweep_dataset, variant_name
+from ibrobust.errors import ConfigError
+from ibrobust.optimizers.adversarial import check_adversarial
 from ibrobust.studies import figure_files, hook, plan
 from ibrobust.studies.checks import (
     check_attacks,
@@ -38,6 +39,7 @@ from ibrobust.studies.checks import (
     check_registry_names,
     check_trained_models,
 )
+from ibrobust.studies.expansion import sweep_dataset, variant_name
 
 HALVES = ("fc", "cnn")
 FIGURES = ["accuracy_curves", "cnn_heatmap"]
