@@ -702,8 +702,8 @@ def margin_flow_history(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(history.csv, checkpoints.csv) of a constant-step run (ibrobust.training.margin.train_flow
     columns) on the flow's rates exactly: from ``fit_step`` on, L(t) = 1 / (t (ln t)^a) (a =
-    2 - 2/L by default: the theorem's) and rho = (ln t)^(1/L) at t = step x lr; before it
-    the data is not fit. The smoothed margin rises, except one decrease of 1e-6 (relative)
+    2 - 2/L by default: the theorem's) and rho^L = ln(1/L) = ln t + a ln ln t (the smoothed
+    margin's relation at gamma~ = 1) at t = step x lr; before it the data is not fit. The smoothed margin rises, except one decrease of 1e-6 (relative)
     at each logged step of ``dips``. Checkpoints: ``separated`` at the fit, ``final``."""
     a = 2.0 - 2.0 / degree if a is None else a
     step = np.arange(0, steps + 1, log_every)
@@ -714,7 +714,7 @@ def margin_flow_history(
     sm = np.where(fit, 1e-3 * (1.0 - 1.0 / ln_t), -1.0)
     for d in dips:
         sm[d] = sm[d - 1] * (1 - 1e-6)
-    rho = np.where(fit, ln_t ** (1.0 / degree), 1.0)
+    rho = np.where(fit, -ln_loss, 1.0) ** (1.0 / degree)  # ln t + a ln ln t > 0 (t >= e)
     nm = np.where(fit, sm * 1.01, -0.5)
     hist = pd.DataFrame(
         {

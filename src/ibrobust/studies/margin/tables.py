@@ -87,20 +87,54 @@ def _slope(x: np.ndarray, y: np.ndarray) -> float:
     return float((xc * (y - y.mean())).sum() / (xc * xc).sum())
 
 
+def rate_theory(t: np.ndarray, degree: int) -> dict:
+    """The theory's slopes at the window ``t`` (the flow's times of the fitted steps), for the
+    measured slopes of :func:`flow_rates` to be compared with, fitted the same way.
+
+    Lyu & Li: L(t) = Theta(1 / (t (ln t)^c)) with c = 2 - 2/L (L the homogeneity ``degree``)
+    and rho(t) = Theta((ln t)^(1/L)). To the order the theorem fixes,
+    ln(1/L(t)) = ln t + c ln ln t + const, and since rho^L ~ ln(1/L) / gamma~ with gamma~
+    converging, ln rho = (1/L) ln(ln t + c ln ln t) + const. Neither is a straight line over a
+    finite window: the local slope of ln L on ln t is -1 - c / ln t, and that of ln rho on
+    ln ln t is (1/L) (ln t + c) / (ln t + c ln ln t) (below 1/L wherever ln ln t > 1), so a
+    fixed 1/L or a slope at one midpoint is not what a least-squares fit over the window
+    measures. The theory values are therefore the least-squares slopes, over the same t
+    points as the measured ones, of the theory's own curves (constants drop out of a slope):
+
+    * ``loss_rate_theory``: the slope of -(ln t + c ln ln t) on ln t;
+    * ``norm_rate_theory``: the slope of (1/L) ln(ln t + c ln ln t) on ln ln t.
+
+    Both NaN where ln ln t is undefined or ln t + c ln ln t <= 0 at a point (t <= 1, or t so
+    close to 1 that the asymptotic form has no logarithm), or with fewer than 2 points."""
+    t = np.asarray(t, dtype=float)
+    c = 2.0 - 2.0 / degree
+    out = dict(loss_rate_theory=math.nan, norm_rate_theory=math.nan)
+    if len(t) < 2 or not t.min() > 1.0:
+        return out
+    ln_t = np.log(t)
+    ln_ln_t = np.log(ln_t)
+    inv_loss = ln_t + c * ln_ln_t  # ln(1/L) up to its constant
+    if not inv_loss.min() > 0:
+        return out
+    out.update(
+        loss_rate_theory=_slope(ln_t, -inv_loss),
+        norm_rate_theory=_slope(ln_ln_t, np.log(inv_loss) / degree),
+    )
+    return out
+
+
 def flow_rates(history: pd.DataFrame, degree: int) -> dict:
     """The loss and norm rates of a constant-step run (history with ``time`` = step x lr, the
     flow's time t), fitted over its last decade of steps after separation: the logged steps
     s in [S / 10, S] (S the last) at which the data is fit (:func:`separation`).
 
-    * ``loss_rate_slope``: least-squares slope of ln L on ln t; ``loss_rate_theory`` = its
-      value under L(t) = 1 / (t (ln t)^(2 - 2/L)): d ln L / d ln t = -1 - (2 - 2/L) / ln t at
-      the window's geometric midpoint t_mid (L the homogeneity ``degree``);
-    * ``norm_rate_slope``: slope of ln rho on ln ln t; ``norm_rate_theory`` = 1/L
-      (rho = (ln t)^(1/L)).
+    * ``loss_rate_slope``: least-squares slope of ln L on ln t; ``loss_rate_theory``: the
+      theory's slope fitted over the same t (:func:`rate_theory`);
+    * ``norm_rate_slope``: slope of ln rho on ln ln t; ``norm_rate_theory``: likewise.
 
-    All four NaN (a slope and its theory together) when fewer than 3 such steps remain or
-    the window starts at t <= 1 (ln ln t undefined). ln L = log10 L x ln 10: L itself is never
-    formed."""
+    All four NaN (a slope and its theory together) when fewer than 3 such steps remain, the
+    window starts at t <= 1 (ln ln t undefined) or the theory is undefined on it. ln L =
+    log10 L x ln 10: L itself is never formed."""
     out = dict(loss_rate_slope=math.nan, loss_rate_theory=math.nan, norm_rate_slope=math.nan,
                norm_rate_theory=math.nan, rate_t_lo=math.nan, rate_t_hi=math.nan)  # fmt: skip
     fit_epoch = separation(history)["fit_epoch"]
@@ -111,14 +145,15 @@ def flow_rates(history: pd.DataFrame, degree: int) -> dict:
     t = w["time"].to_numpy(float)
     if len(w) < 3 or not t.min() > 1.0:
         return out
+    theory = rate_theory(t, degree)
+    if math.isnan(theory["loss_rate_theory"]):
+        return out
     ln_t = np.log(t)
     ln_loss = w["log10_train_loss"].to_numpy(float) * math.log(10.0)
-    t_mid = math.sqrt(t.min() * t.max())
     out.update(
         loss_rate_slope=_slope(ln_t, ln_loss),
-        loss_rate_theory=-1.0 - (2.0 - 2.0 / degree) / math.log(t_mid),
         norm_rate_slope=_slope(np.log(ln_t), np.log(w["rho"].to_numpy(float))),
-        norm_rate_theory=1.0 / degree,
+        **theory,
         rate_t_lo=float(t.min()),
         rate_t_hi=float(t.max()),
     )
