@@ -17,7 +17,7 @@ gathered as workflow_scripts/fa_images_figures.py gathers them
 (``summary.csv``). PRELU: :func:`ibrobust.studies.prelu.tables.synthetic_summary` and
 :func:`ibrobust.studies.prelu.tables.table1`. PRICE-NN: ``cells.csv`` with the columns
 declared in :data:`ibrobust.studies.price_nn.claims.SOURCES` (one row per arch, n, eps and
-seed; ``gd_*`` / ``sd_*`` side by side). MARGIN: workflow_scripts/margin_summary.py's steps
+seed; ``gd_*`` / ``sd_*`` side by side). MARGIN: workflow_scripts/margin_figures.py's steps
 on hand-made per-run history, checkpoints and points tables (``summary.csv``,
 ``points.csv``), plus the columns :mod:`ibrobust.studies.margin.claims` declares for the
 summary (``schedule``, ``kkt_residual``, ``homogeneity``, ``loss_rate_*``, ``norm_rate_*``)
@@ -572,7 +572,7 @@ PRICE_NN = ("price_nn", "figures/cells.csv")
 # ---- Study MARGIN --------------------------------------------------------------------------------
 MARGIN_CHECKPOINTS = (("model-1", 2), ("final", 5))  # (name, epoch) of each checkpoint
 LOSS_BASED, CONSTANT = "loss_based", "constant"  # the runs' schedules (margin/claims.py)
-# columns the claims read beyond margin_summary.py's (NaN where a run does not compute them)
+# columns the claims read beyond margin_figures.py's (NaN where a run does not compute them)
 MARGIN_EXTRA = ("kkt_residual", "homogeneity", "loss_rate_slope", "loss_rate_theory",
                 "norm_rate_slope", "norm_rate_theory")  # fmt: skip
 
@@ -656,7 +656,7 @@ def margin_history(
 
 
 def margin_outputs(runs: Mapping[str, tuple], radii: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(summary.csv, points.csv) as workflow_scripts/margin_summary.py writes them from each
+    """(summary.csv, points.csv) as workflow_scripts/margin_figures.py writes them from each
     run's (history, checkpoints, points) tables, plus the columns the claims declare:
     ``schedule`` (default loss_based) and :data:`MARGIN_EXTRA` (NaN unless given). A run's
     tuple may end with a dict of those values (a scalar for the run, or a list with one
@@ -732,7 +732,7 @@ def margin_flow_history(
 def margin_summary_outputs(
     runs: Mapping[str, tuple], radii: Mapping, constant: Mapping[str, tuple] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(summary.csv, points.csv) exactly as workflow_scripts/margin_summary.py writes them
+    """(summary.csv, points.csv) exactly as workflow_scripts/margin_figures.py writes them
     (:func:`ibrobust.studies.margin.tables.run_table` per run) from each loss-based run's
     (history, checkpoints, points[, kkt]) tables and each constant-step run's (history,
     checkpoints[, kkt]) (``constant``, keyed by the same run labels); kkt defaults to

@@ -81,7 +81,7 @@ def test_margin_small_trains_a_constant_step_run_per_seed_in_the_loss_based_dtyp
     fl = study.flow(cfg, st, "margin_cnn_small")
     assert fl["lr"] > 0 and fl["dtype"] == st["training"]["dtype"] == "float64"
     assert "flow" not in study.training(cfg, st, "margin_cnn_small")  # loss-based params
-    files = study.summary_inputs("margin_small", st)
+    files = study.figures_inputs("margin_small", st)
     assert len(files["flow_history"]) == len(st["seeds"]) == len(files["history"])
     assert files["flow_kkt"][0].endswith("seed0/constant/kkt.csv")
     out = study.outputs(cfg, "margin_small", True)

@@ -135,7 +135,7 @@ def test_robust_curves_use_the_distance_and_skip_unattacked_norms():
 
 
 def test_claims_on_the_summary_and_points_of_two_runs():
-    """Every MARGIN claim that reads the summary and points tables margin_summary.py writes
+    """Every MARGIN claim that reads the summary and points tables margin_figures.py writes
     computes from them, or says why it cannot (the verdicts themselves:
     tests/unit/test_claims_margin.py)."""
     runs = {}
@@ -184,7 +184,7 @@ NORMALIZED = [-1.0, -0.1, 1e-3, 1.5e-3, 2e-3]  # epochs 0..4 (margin_history's)
 
 
 def test_claims_on_the_outputs_of_both_schedules(tmp_path):
-    """Every MARGIN claim computes from the tables margin_summary.py writes (run_table and
+    """Every MARGIN claim computes from the tables margin_figures.py writes (run_table and
     schedules_table, not hand-added columns), the constant-step runs and schedules.csv
     included, and each file passes the ledger's column checks (the verdicts themselves:
     tests/unit/test_claims_margin.py)."""

@@ -1,7 +1,8 @@
 """Study MARGIN end to end on the tiny fake image set (no real data): the generic dataset
 rule, one loss-based training job and its constant-step twin (training.flow), one robustness
-job, a KKT job per run, four figures and the summary with both schedules; every accepted
-epoch reaches MLflow as step-indexed metrics (log10 L, never L)."""
+job, a KKT job per run, one job for the four figures and the summary with both schedules;
+every accepted epoch reaches MLflow as step-indexed metrics (log10 L, never L); a plot option
+reruns only that job, a new seed only its own jobs and that one."""
 
 from __future__ import annotations
 
@@ -11,15 +12,25 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from smk_helpers import finished_rules, parse_dry_run, run_on_fake_images, snakemake
+from smk_helpers import (
+    copy_state,
+    finished_rules,
+    parse_dry_run,
+    run_on_fake_images,
+    snakemake,
+    write_yaml,
+)
 
 pytestmark = pytest.mark.workflow
 
 CONFIG = Path(__file__).resolve().parent / "configs" / "tiny_margin.yaml"
 EXPECTED = Counter(
     dataset=1, margin_train=1, margin_flow=1, margin_robustness=1, margin_kkt=1,
-    margin_kkt_constant=1, margin_figure=4, margin_summary=1, margin=1,
+    margin_kkt_constant=1, margin_figures=1, margin=1,
 )  # fmt: skip
+# a new seed: its dataset draw, both schedules' training, its robustness, both KKT jobs
+SEED_JOBS = Counter(dataset=1, margin_train=1, margin_flow=1, margin_robustness=1, margin_kkt=1,
+                    margin_kkt_constant=1)  # fmt: skip
 FIGURES = ("margins", "loss", "robust_accuracy", "distance_vs_margin")
 
 
@@ -92,6 +103,28 @@ def test_mlflow_received_step_metrics(margin_run):
         assert sorted(steps) == list(range(n)), key
     assert [m.step for m in client.get_metric_history(train.info.run_id, "alpha")][0] == 1
     assert "train.loss" not in train.data.metrics  # L itself is never recorded
+
+
+def _replan(margin_run, tmp_path, overlay: dict):
+    work = copy_state(margin_run[0], tmp_path / "work")
+    extra = write_yaml(tmp_path / "extra.yaml", overlay)
+    data = ("--config", f"data_root={margin_run[3]}")
+    run = snakemake(work, "-n", "margin", *data, configfiles=(CONFIG, extra), timeout=120)
+    return parse_dry_run(run)
+
+
+def test_a_plot_option_reruns_only_the_figures_job(margin_run, tmp_path):
+    plan = _replan(margin_run, tmp_path, {"studies": {"margin": {"plots": {"dpi": 70}}}})
+    assert plan.stats == Counter(margin_figures=1, margin=1)
+    (job,) = plan.of("margin_figures")
+    assert job.wildcards["study"] == "margin"
+
+
+def test_a_new_seed_plans_only_its_own_jobs_and_the_figures_job(margin_run, tmp_path):
+    plan = _replan(margin_run, tmp_path, {"studies": {"margin": {"seeds": [0, 1]}}})
+    assert plan.stats == SEED_JOBS + Counter(margin_figures=1, margin=1)
+    for rule in SEED_JOBS:
+        assert {j.wildcards["seed"] for j in plan.of(rule)} == {"1"}, rule
 
 
 def test_scale_ladder_runs_only_the_new_rung_then_each_claims_trend(margin_run):

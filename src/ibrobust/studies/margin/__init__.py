@@ -2,13 +2,15 @@
 homogeneous net (Lyu & Li, ICLR 2020), and what that buys in robustness. One training job
 per (dataset, model, seed) with the loss-based learning rate (checkpoints + per-epoch
 history), one robustness job per run (every checkpoint), one KKT-residual job per run
-(every checkpoint), figures and a summary beside the paper's checkpoint table. With
-``training.flow`` each seed also trains a constant-step run (schedule ``constant``: full-batch
-GD at one small lr from the same initialisation, the gradient flow's stand-in) under
-``<run>/constant/``, with its own KKT job and no robustness job. It trains through its own rules (``rules/margin.smk``), not the
-generic network rules (no ``parts``); the datasets come from the generic dataset rule.
+(every checkpoint), and one job for the figures and the summary beside the paper's checkpoint
+table. With ``training.flow`` each seed also trains a constant-step run (schedule
+``constant``: full-batch GD at one small lr from the same initialisation, the gradient flow's
+stand-in) under ``<run>/constant/``, with its own KKT job and no robustness job. It trains
+through its own rules (``rules/margin.smk``), not the generic network rules (no ``parts``);
+the datasets come from the generic dataset rule.
 
-The study's code is this package: planning and checks (here), :mod:`.claims`,
+The study's code is this package: planning and checks (here), :mod:`.claims` (the catalog)
+and :mod:`.measures` (what each claim computes from the tables),
 :mod:`.experiment` (a run's data, net, training config and per-point robustness: the
 torch jobs), :mod:`.tables` (its numbers from the outputs, beside the paper's) and
 :mod:`.plots`. The math is shared: :mod:`ibrobust.analysis.margin` (margins, the loss in
@@ -59,24 +61,11 @@ def flow_files(study: str, st: dict, tail: str) -> list[str]:
     return files(study, st, f"{CONSTANT}/{tail}") if has_flow(st) else []
 
 
-def figure_inputs(study: str, st: dict, figure: str) -> dict[str, list[str]]:
-    """What one figure reads: the histories and checkpoint tables of both schedules (margins,
-    loss) or the per-point distances (robust_accuracy, distance_vs_margin), so the first two
-    neither wait for nor rerun with the robustness jobs."""
-    if figure in ("margins", "loss"):
-        return dict(
-            history=files(study, st, "history.csv"),
-            table=files(study, st, "checkpoints.csv"),
-            flow_history=flow_files(study, st, "history.csv"),
-            flow_table=flow_files(study, st, "checkpoints.csv"),
-        )
-    return dict(points=files(study, st, "points.csv"))
-
-
-def summary_inputs(study: str, st: dict) -> dict[str, list[str]]:
-    """What the summary reads: per loss-based run its history, checkpoints, points, training
-    meta and KKT residuals; per constant-step run (``flow_*``, empty without
-    ``training.flow``) the same but points (no robustness job)."""
+def figures_inputs(study: str, st: dict) -> dict[str, list[str]]:
+    """What the study's figures-and-tables job reads: per loss-based run its history,
+    checkpoints, training meta, KKT residuals and per-point distances; per constant-step run
+    (``flow_*``, empty without ``training.flow``) the same but the points (no robustness job).
+    All in :func:`runs` order."""
     tails = dict(history="history.csv", table="checkpoints.csv", meta="train.json", kkt="kkt.csv")
     out = {k: files(study, st, t) for k, t in tails.items()}
     out["points"] = files(study, st, "points.csv")
@@ -107,7 +96,7 @@ def robustness(cfg: dict, st: dict) -> dict[str, Any]:
 
 
 def outputs(cfg: dict, name: str, default: bool) -> list[str]:
-    extra = ["checkpoints", "attack_audit", "points"]  # CSVs of the summary job
+    extra = ["checkpoints", "attack_audit", "points"]  # CSVs of the figures job
     if has_flow(cfg["studies"][name]):
         extra.append("schedules")  # per seed, the two schedules' losses at the same epoch
     return figure_files(name, FIGURES) + [f"results/{name}/figures/{t}.csv" for t in extra]
