@@ -39,7 +39,7 @@ from ibrobust.analysis.margin import log_ce, log_mean_loss, margins
 from ibrobust.config import load_schema, validate_config
 from ibrobust.data.registry import make_dataset
 from ibrobust.studies.margin.experiment import build_net, run_data
-from ibrobust.training.margin import FlowConfig, train_flow
+from ibrobust.training.flow import FlowConfig, train_flow
 
 REPO = Path(__file__).resolve().parents[1]
 LOG_LOG2 = math.log(math.log(2.0))  # L_sum < log 2  <=>  log L_sum < log log 2

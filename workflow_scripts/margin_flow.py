@@ -11,7 +11,7 @@ from _job import Job
 from ibrobust.analysis.margin import require_homogeneous
 from ibrobust.io import load_npz, save_csv, save_json, save_torch
 from ibrobust.studies.margin.experiment import build_net, checkpoint_rows, run_data
-from ibrobust.training.margin import flow_config_from_dict, train_flow
+from ibrobust.training.flow import flow_config_from_dict, train_flow
 
 # history column -> MLflow metric (log10 L only: L itself is never recorded)
 METRICS = {"log10_train_loss": "train.log10_loss", "q_min": "q_min", "rho": "rho",

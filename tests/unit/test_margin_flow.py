@@ -19,7 +19,7 @@ from ibrobust.analysis.margin import kkt_residual, log_ce, log_mean_loss
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.models.two_layer import TwoLayerConfig, TwoLayerFixed, init_two_layer
 from ibrobust.studies.margin import tables as mr
-from ibrobust.training.margin import (
+from ibrobust.training.flow import (
     SEPARATED,
     FlowConfig,
     flow_config_from_dict,

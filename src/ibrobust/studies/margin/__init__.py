@@ -15,7 +15,8 @@ and :mod:`.measures` (what each claim computes from the tables),
 torch jobs), :mod:`.tables` (its numbers from the outputs, beside the paper's) and
 :mod:`.plots`. The math is shared: :mod:`ibrobust.analysis.margin` (margins, the loss in
 log space), :mod:`~ibrobust.analysis.lipschitz` (the certificate),
-:mod:`ibrobust.training.margin` (the loss-based learning rate)."""
+:mod:`ibrobust.training.margin` (the loss-based learning rate), :mod:`ibrobust.training.flow`
+(the constant-step arm)."""
 
 from __future__ import annotations
 
