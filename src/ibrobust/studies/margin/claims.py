@@ -113,7 +113,13 @@ RATES = _cite(
 
 
 def claims(ctx: StudyContext) -> list[Claim]:
-    return _training_claims() + _flow_claims() + _robustness_claims()
+    return (
+        _training_claims()
+        + _flow_claims()
+        + _rate_claims()
+        + _limit_claims()
+        + _robustness_claims()
+    )
 
 
 def _training_claims() -> list[Claim]:
@@ -179,6 +185,7 @@ def _training_claims() -> list[Claim]:
 
 
 def _flow_claims() -> list[Claim]:
+    """The smoothed margin's monotonicity: under the flow's stand-in, and under the SGD schedule."""
     return [
         Claim(
             id="margin.smoothed_monotone",
@@ -221,6 +228,12 @@ def _flow_claims() -> list[Claim]:
             rule=at_most("fraction of decreasing epochs", 0.1, 0.5),
             compute=run_column("sep_frac_decreasing", LOSS_BASED),
         ),
+    ]
+
+
+def _rate_claims() -> list[Claim]:
+    """The flow's loss and norm rates, on the constant-step runs."""
+    return [
         Claim(
             id="margin.loss_rate",
             setting="constant small step, the last decade of steps",
@@ -256,6 +269,12 @@ def _flow_claims() -> list[Claim]:
             rule=between("measured / theory slope", (1 - TOL, 1 + TOL), (0.0, np.inf), strict=True),
             compute=rate_ratio("norm_rate"),
         ),
+    ]
+
+
+def _limit_claims() -> list[Claim]:
+    """The direction's limit (KKT) and the constant step against the loss-based one."""
+    return [
         Claim(
             id="margin.kkt_residual_falls",
             setting="loss-based runs, checkpoints",

@@ -213,33 +213,38 @@ def robust_area(split: str):
         if len(per_run) > 1:
             m = pooled_slope(xs, ys, groups, "(checkpoint, run) pairs", group_name="run")
             return replace(m, points=points)
-        x, capped = next(iter(per_run.values()))
-        dx = x - x.mean()
-        sxx = float(dx @ dx)
-        if sxx == 0:
-            raise NotRun("the run's checkpoints share one train loss: no slope")
-
-        def slope_of(y: np.ndarray) -> float:
-            # the least-squares slope, sum dx (y - y[0]) / Sxx (= sum dx (y - mean y) / Sxx as
-            # sum dx = 0): a flat y gives 0 exactly, where np.polyfit gave +-1e-16, which the
-            # strict "> 0" read as a rise
-            return float(dx @ (y - y[0]) / sxx)
-
-        slope = slope_of(capped.mean(axis=1))
-        rng = np.random.default_rng(0)
-        idx = rng.integers(0, capped.shape[1], size=(2000, capped.shape[1]))
-        boots = np.array([slope_of(capped[:, i].mean(axis=1)) for i in idx])
-
-        def iv(level: float) -> Interval:
-            a = (1 - level) / 2
-            lo, hi = np.quantile(boots, [a, 1 - a])
-            return Interval(float(lo), float(hi), slope, capped.shape[1], "points",
-                            "bootstrap over points", level)  # fmt: skip
-
-        note = "one run: slope over its checkpoints, bootstrap over its points"
-        return Measurement((slope,), unit="runs", points=points, interval=iv, note=note)
+        return _one_run_slope(*next(iter(per_run.values())), points)
 
     return compute
+
+
+def _one_run_slope(x: np.ndarray, capped: np.ndarray, points: int) -> Measurement:
+    """One run's robust-area slope over its checkpoints ``x`` (``capped``: (checkpoints,
+    points) of min(R, r) / r), with a percentile bootstrap over its points."""
+    dx = x - x.mean()
+    sxx = float(dx @ dx)
+    if sxx == 0:
+        raise NotRun("the run's checkpoints share one train loss: no slope")
+
+    def slope_of(y: np.ndarray) -> float:
+        # the least-squares slope, sum dx (y - y[0]) / Sxx (= sum dx (y - mean y) / Sxx as
+        # sum dx = 0): a flat y gives 0 exactly, where np.polyfit gave +-1e-16, which the
+        # strict "> 0" read as a rise
+        return float(dx @ (y - y[0]) / sxx)
+
+    slope = slope_of(capped.mean(axis=1))
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, capped.shape[1], size=(2000, capped.shape[1]))
+    boots = np.array([slope_of(capped[:, i].mean(axis=1)) for i in idx])
+
+    def iv(level: float) -> Interval:
+        a = (1 - level) / 2
+        lo, hi = np.quantile(boots, [a, 1 - a])
+        return Interval(float(lo), float(hi), slope, capped.shape[1], "points",
+                        "bootstrap over points", level)  # fmt: skip
+
+    note = "one run: slope over its checkpoints, bootstrap over its points"
+    return Measurement((slope,), unit="runs", points=points, interval=iv, note=note)
 
 
 def attacked_points(points: pd.DataFrame, split: str) -> int:
