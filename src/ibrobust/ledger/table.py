@@ -22,6 +22,7 @@ import pandas as pd
 
 from ibrobust.claims.core import Claim, StudyContext
 from ibrobust.claims.intervals import LEVEL
+from ibrobust.claims.measurement import Measurement
 from ibrobust.claims.rules import fragility
 from ibrobust.claims.sources import SummaryError, load_source
 from ibrobust.claims.verdicts import NOT_APPLICABLE, NOT_RUN, VERDICTS, NotApplicable, NotRun
@@ -155,14 +156,7 @@ def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
     claims = module.claims(so.ctx)
     if not so.enabled:
         return [_row(study, c, level, verdict=NOT_RUN, reason=so.skipped) for c in claims]
-    loaded: dict[str, pd.DataFrame] = {}
-    absent: dict[str, str] = {}
-    for name, src in module.SOURCES.items():
-        path = Path(so.paths[name])
-        if so.provides(name):
-            loaded[name] = load_source(path, src)
-        else:
-            absent[name] = f"output absent: {path} is not built here (built by {src.built_by})"
+    loaded, absent = _load_sources(so, module.SOURCES)
     rows = []
     for c in claims:
         why_not = c.not_applicable(so.ctx) if c.not_applicable is not None else None
@@ -189,32 +183,48 @@ def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
             raise SummaryError(
                 f"{files}: claim {c.id} ({c.setting}) cannot be measured: {err}"
             ) from err
-        decision = c.verdict(m, level)
-        assert decision.verdict in VERDICTS, decision
-        frag = fragility(c.rule, m, level)
-        iv = m.ci(level)
-        rows.append(
-            _row(
-                study,
-                c,
-                level,
-                ours_mean=m.mean,
-                ours_spread=m.spread,
-                ci_lo=math.nan if iv is None else iv.lo,
-                ci_hi=math.nan if iv is None else iv.hi,
-                ci_method="" if iv is None else iv.method,
-                n=len(m.values) if iv is None else iv.n,
-                unit=m.unit if iv is None else iv.unit,
-                points=m.points or 0,
-                lower_bound=m.lower_bound,
-                verdict=decision.verdict,
-                reason=decision.reason,
-                fragile="" if frag.fragile is None else frag.fragile,
-                fragile_reason=frag.reason,
-                note=m.note,
-            )
-        )
+        rows.append(_measured_row(study, c, level, m))
     return rows
+
+
+def _load_sources(so: StudyOutputs, sources: dict) -> tuple[dict[str, pd.DataFrame], dict]:
+    """(source -> its table, for the sources built here; source -> why it is absent)."""
+    loaded: dict[str, pd.DataFrame] = {}
+    absent: dict[str, str] = {}
+    for name, src in sources.items():
+        path = Path(so.paths[name])
+        if so.provides(name):
+            loaded[name] = load_source(path, src)
+        else:
+            absent[name] = f"output absent: {path} is not built here (built by {src.built_by})"
+    return loaded, absent
+
+
+def _measured_row(study: str, c: Claim, level: float, m: Measurement) -> dict:
+    """The ledger row of claim ``c`` measured as ``m``: its verdict, interval and fragility."""
+    decision = c.verdict(m, level)
+    assert decision.verdict in VERDICTS, decision
+    frag = fragility(c.rule, m, level)
+    iv = m.ci(level)
+    return _row(
+        study,
+        c,
+        level,
+        ours_mean=m.mean,
+        ours_spread=m.spread,
+        ci_lo=math.nan if iv is None else iv.lo,
+        ci_hi=math.nan if iv is None else iv.hi,
+        ci_method="" if iv is None else iv.method,
+        n=len(m.values) if iv is None else iv.n,
+        unit=m.unit if iv is None else iv.unit,
+        points=m.points or 0,
+        lower_bound=m.lower_bound,
+        verdict=decision.verdict,
+        reason=decision.reason,
+        fragile="" if frag.fragile is None else frag.fragile,
+        fragile_reason=frag.reason,
+        note=m.note,
+    )
 
 
 def study_outputs(

@@ -130,25 +130,13 @@ def train_flow(
             lce = log_ce(logits, y)  # (n,) float64
             log_l = log_mean_loss(lce)
             log10_l = float(log_l.detach()) / LOG10
-            names = _thresholds_crossed(pending, log10_l) if step else []
-            if not fit_seen and math.isfinite(log10_l):
-                fit_seen = _is_fit(logits.detach(), lce.detach(), y)
-                names += [(SEPARATED, None)] if fit_seen else []
-            elif fit_seen and step in marks:
-                names.append((f"step-{step}", None))
+            names, fit_seen = _step_names(step, pending, log10_l, fit_seen, marks, logits, lce, y)
             last = step == cfg.epochs or not math.isfinite(log10_l)
             if last:
                 names.append(("final", None))
                 stop_reason = "epochs" if math.isfinite(log10_l) else "diverged"
             if names or last or step % cfg.log_every == 0:
-                stats = stats_from_logits(logits.detach(), y, param_norm(net), degree)
-                test_acc = None
-                if names and test is not None:
-                    test_acc = _accuracy(net, *test, cfg.eval_batch_size)
-                seconds = time.perf_counter() - t0 if step else 0.0
-                row = epoch_row(step, stats, test_acc, None, math.log(cfg.lr), 0, seconds)
-                row = {**row, "time": step * cfg.lr}
-                row.pop("rollbacks")
+                row = _flow_row(net, logits, y, degree, step, cfg, t0, test if names else None)
                 history.append(row)
                 if on_step:
                     on_step(row)
@@ -156,14 +144,44 @@ def train_flow(
                     checkpoints.append(Checkpoint(name, step, log10_l, th, _state(net)))
             if last:
                 break
-            grads = torch.autograd.grad(log_l, params)  # grad log L
-            scale = cfg.lr * math.exp(float(log_l.detach()))  # lr * L: the step on grad log L
-            with torch.no_grad():
-                for p, g in zip(params, grads, strict=True):
-                    p.sub_(g, alpha=scale)
+            _gd_step(log_l, params, cfg.lr)
     finally:
         net.eval()
     return MarginTrainResult(history, checkpoints, stop_reason, 0, time.perf_counter() - t0)
+
+
+def _step_names(step, pending, log10_l, fit_seen, marks, logits, lce, y) -> tuple[list, bool]:
+    """The checkpoints (name, threshold) at ``step`` (thresholds crossed; ``separated`` at the
+    first fit step; ``step-<s>`` at each mark after it) and whether the data is fit by now."""
+    names = _thresholds_crossed(pending, log10_l) if step else []
+    if not fit_seen and math.isfinite(log10_l):
+        fit_seen = _is_fit(logits.detach(), lce.detach(), y)
+        names += [(SEPARATED, None)] if fit_seen else []
+    elif fit_seen and step in marks:
+        names.append((f"step-{step}", None))
+    return names, fit_seen
+
+
+def _flow_row(net, logits, y, degree, step, cfg, t0, test) -> dict:
+    """The history row of ``step`` (test accuracy only when ``test`` is given)."""
+    stats = stats_from_logits(logits.detach(), y, param_norm(net), degree)
+    test_acc = None
+    if test is not None:
+        test_acc = _accuracy(net, *test, cfg.eval_batch_size)
+    seconds = time.perf_counter() - t0 if step else 0.0
+    row = epoch_row(step, stats, test_acc, None, math.log(cfg.lr), 0, seconds)
+    row = {**row, "time": step * cfg.lr}
+    row.pop("rollbacks")
+    return row
+
+
+def _gd_step(log_l: torch.Tensor, params: list, lr: float) -> None:
+    """theta <- theta - lr * L * grad log L, in place."""
+    grads = torch.autograd.grad(log_l, params)  # grad log L
+    scale = lr * math.exp(float(log_l.detach()))  # lr * L: the step on grad log L
+    with torch.no_grad():
+        for p, g in zip(params, grads, strict=True):
+            p.sub_(g, alpha=scale)
 
 
 def _thresholds_crossed(pending: list[tuple[int, float]], log10_l: float) -> list[tuple]:

@@ -20,73 +20,78 @@ from ibrobust.studies.feature_averaging.reading import cite as _cite
 
 
 def radius_claims(ds: str, tag: str, k: int) -> list[Claim]:
-    root = math.sqrt(PAPER_D / PAPER_K)
-    lo, hi = (round(r / root, 3) for r in BINARY_READING)
     # below the robust reference's strong region (>= 0.4 sqrt(d) = 0.4 sqrt(k) x sqrt(d/k))
     robust = round(0.4 * math.sqrt(k), 3)
-    return [
-        _scoped(
-            Claim(
-                id="fa.binary_radius",
-                setting=tag,
-                claim="GD on the 2-class labels learns averaged features: a non-robust net whose "
-                "critical radius is of order sqrt(d/k).",
-                citation=_cite(
-                    "slides 'Averaged Features are Non-robust Features' (Theorem); robustness "
-                    "figure of the synthetic experiment",
-                    "the model has nearly **zero δ -robust accuracy** for perturbation radius "
-                    "$\\delta = \\Omega(\\sqrt{d/k})$",
-                ),
-                derivation=f"Strong (P1, the figure within its reading): the 2-class curve is at "
-                f"100 % to ~{BINARY_READING[0]:g} and collapsed by ~{BINARY_READING[1]:g} at d = "
-                f"{PAPER_D}, k = {PAPER_K} (sqrt(d/k) = {root:.1f}), so its 50 % point lies in "
-                f"[{lo}, {hi}] x sqrt(d/k). Weak (the same direction, non-robust): below the "
-                f"region where the robust construction's radius holds (fa.reference_radius: >= 0.4 "
-                f"sqrt(d) = {robust} x sqrt(d/k)).",
-                paper=f"{FIGURE_READING} 100% robust accuracy to ~12, collapse by ~18 at d = 3072, "
-                "k = 10 (sqrt(d/k) = 17.5)",
-                measure="critical_radius.worst (50% point of the worst case over attacks) of "
-                "the 2-class nets / sqrt(d/k), per seed",
-                rule=between("critical radius / sqrt(d/k)", (lo, hi), (0.0, max(robust, hi))),
-                compute=binary_over_theory(ds),
+    return [_binary_radius(ds, tag, k, robust), _universal_radius(ds, tag, k, robust)]
+
+
+def _binary_radius(ds: str, tag: str, k: int, robust: float) -> Claim:
+    root = math.sqrt(PAPER_D / PAPER_K)
+    lo, hi = (round(r / root, 3) for r in BINARY_READING)
+    return _scoped(
+        Claim(
+            id="fa.binary_radius",
+            setting=tag,
+            claim="GD on the 2-class labels learns averaged features: a non-robust net whose "
+            "critical radius is of order sqrt(d/k).",
+            citation=_cite(
+                "slides 'Averaged Features are Non-robust Features' (Theorem); robustness "
+                "figure of the synthetic experiment",
+                "the model has nearly **zero δ -robust accuracy** for perturbation radius "
+                "$\\delta = \\Omega(\\sqrt{d/k})$",
             ),
-            hi,
-            robust,
-            k,
+            derivation=f"Strong (P1, the figure within its reading): the 2-class curve is at "
+            f"100 % to ~{BINARY_READING[0]:g} and collapsed by ~{BINARY_READING[1]:g} at d = "
+            f"{PAPER_D}, k = {PAPER_K} (sqrt(d/k) = {root:.1f}), so its 50 % point lies in "
+            f"[{lo}, {hi}] x sqrt(d/k). Weak (the same direction, non-robust): below the "
+            f"region where the robust construction's radius holds (fa.reference_radius: >= 0.4 "
+            f"sqrt(d) = {robust} x sqrt(d/k)).",
+            paper=f"{FIGURE_READING} 100% robust accuracy to ~12, collapse by ~18 at d = 3072, "
+            "k = 10 (sqrt(d/k) = 17.5)",
+            measure="critical_radius.worst (50% point of the worst case over attacks) of "
+            "the 2-class nets / sqrt(d/k), per seed",
+            rule=between("critical radius / sqrt(d/k)", (lo, hi), (0.0, max(robust, hi))),
+            compute=binary_over_theory(ds),
         ),
-        _scoped(
-            Claim(
-                id="fa.universal_radius",
-                setting=tag,
-                claim="The universal direction -sum_{J+} mu_j + sum_{J-} mu_j alone breaks the "
-                "2-class net at a radius of order sqrt(d/k).",
-                citation=_cite(
-                    "slides 'Averaged Features are Non-robust Features'",
-                    "In fact, the attack can be chosen as $\\varepsilon \\propto -\\sum_{j \\in J_+} "
-                    "\\mu_j + \\sum_{j \\in J_-} \\mu_j$",
-                ),
-                derivation="Strong (P2, the theory's constant +-10 %): on the averaged two-neuron "
-                "net f ~ C [ReLU(<sum_{J+} mu, x>) - ReLU(<sum_{J-} mu, x>)], moving a point of a "
-                "J+ cluster by delta along the unit universal direction lowers the first "
-                "argument and raises the second by delta sqrt(k d)/2 each, so the sign flips at "
-                "delta = sqrt(d/k) exactly: ratio 1 (equal biases; the noise's projection moves each "
-                "point by about +-sqrt(k/d) = +-10 %, symmetrically, so the 50 % point stays at 1). "
-                f"Weak (non-robust): below fa.reference_radius's strong region, {robust} x sqrt(d/k).",
-                paper="an attack along -sum_{J+} mu + sum_{J-} mu at radius of order sqrt(d/k)",
-                measure="critical_radius.universal (the universal direction alone) of the 2-class "
-                "nets / sqrt(d/k), per seed",
-                rule=between(
-                    "universal critical radius / sqrt(d/k)",
-                    (1 - TOL, 1 + TOL),
-                    (0.0, max(robust, 1 + TOL)),
-                ),
-                compute=universal_over_theory(ds),
+        hi,
+        robust,
+        k,
+    )
+
+
+def _universal_radius(ds: str, tag: str, k: int, robust: float) -> Claim:
+    return _scoped(
+        Claim(
+            id="fa.universal_radius",
+            setting=tag,
+            claim="The universal direction -sum_{J+} mu_j + sum_{J-} mu_j alone breaks the "
+            "2-class net at a radius of order sqrt(d/k).",
+            citation=_cite(
+                "slides 'Averaged Features are Non-robust Features'",
+                "In fact, the attack can be chosen as $\\varepsilon \\propto -\\sum_{j \\in J_+} "
+                "\\mu_j + \\sum_{j \\in J_-} \\mu_j$",
             ),
-            1 + TOL,
-            robust,
-            k,
+            derivation="Strong (P2, the theory's constant +-10 %): on the averaged two-neuron "
+            "net f ~ C [ReLU(<sum_{J+} mu, x>) - ReLU(<sum_{J-} mu, x>)], moving a point of a "
+            "J+ cluster by delta along the unit universal direction lowers the first "
+            "argument and raises the second by delta sqrt(k d)/2 each, so the sign flips at "
+            "delta = sqrt(d/k) exactly: ratio 1 (equal biases; the noise's projection moves each "
+            "point by about +-sqrt(k/d) = +-10 %, symmetrically, so the 50 % point stays at 1). "
+            f"Weak (non-robust): below fa.reference_radius's strong region, {robust} x sqrt(d/k).",
+            paper="an attack along -sum_{J+} mu + sum_{J-} mu at radius of order sqrt(d/k)",
+            measure="critical_radius.universal (the universal direction alone) of the 2-class "
+            "nets / sqrt(d/k), per seed",
+            rule=between(
+                "universal critical radius / sqrt(d/k)",
+                (1 - TOL, 1 + TOL),
+                (0.0, max(robust, 1 + TOL)),
+            ),
+            compute=universal_over_theory(ds),
         ),
-    ]
+        1 + TOL,
+        robust,
+        k,
+    )
 
 
 def _scoped(claim: Claim, strong_hi: float, robust: float, k: int) -> Claim:
