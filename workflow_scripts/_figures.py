@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -38,3 +39,9 @@ def save_outputs(job, fig: plt.Figure, table: pd.DataFrame, output, dpi: int) ->
     plt.close(fig)
     for f in (output.png, output.pdf, output.csv):
         job.artifact(f, "figures")
+
+
+def figure_files(output, prefix: str) -> SimpleNamespace:
+    """The (png, pdf, csv) outputs ``<prefix>_png``, ``<prefix>_pdf``, ``<prefix>_csv`` of one
+    figure, as :func:`save_outputs` takes them."""
+    return SimpleNamespace(**{ext: output[f"{prefix}_{ext}"] for ext in ("png", "pdf", "csv")})

@@ -12,8 +12,8 @@ the datasets come from the generic dataset rule.
 The study's code is this package: planning and checks (here), :mod:`.claims` (the catalog)
 and :mod:`.measures` (what each claim computes from the tables),
 :mod:`.experiment` (a run's data, net, training config and per-point robustness: the
-torch jobs), :mod:`.tables` (its numbers from the outputs, beside the paper's) and
-:mod:`.plots`. The math is shared: :mod:`ibrobust.analysis.margin` (margins, the loss in
+torch jobs), :mod:`.tables` (its numbers from the outputs, beside the paper's),
+:mod:`.report` (the figures job's tables from the runs' files) and :mod:`.plots`. The math is shared: :mod:`ibrobust.analysis.margin` (margins, the loss in
 log space), :mod:`~ibrobust.analysis.lipschitz` (the certificate),
 :mod:`ibrobust.training.margin` (the loss-based learning rate), :mod:`ibrobust.training.flow`
 (the constant-step arm)."""

@@ -171,6 +171,21 @@ def synthetic_markdown(means: pd.DataFrame) -> str:
     return out.to_markdown(index=False)
 
 
+def synthetic_report(means: pd.DataFrame, k: int) -> str:
+    """summary.md of the synthetic half: what the columns mean, then
+    :func:`synthetic_markdown`."""
+    return (
+        "# Study PRELU, synthetic: mean +- std over seeds per (p, alpha)\n\n"
+        f"K = {k}: reference radii 1/sqrt(K) = {k**-0.5:.3f} (ReLU) and sqrt(2)/2 = 0.707 "
+        "(pReLU, p > 2). critical_radius = first radius at 50 % worst-case robust "
+        "accuracy; robust_acc@r is interpolated linearly on the radius grid. frac_single / "
+        "frac_average: active neurons best aligned with one centre / a class average. "
+        "dist_F, dist_Fp: min_c ||c f - G|| / ||G|| on points of the centres' unit sphere.\n\n"
+        + synthetic_markdown(means)
+        + "\n"
+    )
+
+
 # ---- MNIST half: Table 1 ---------------------------------------------------------------------
 def attack_version(settings: dict) -> str:
     """A short record of what an AutoAttack (or PGD) evaluation ran, from the attack summary."""

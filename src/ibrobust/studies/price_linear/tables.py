@@ -81,6 +81,36 @@ def gap_difference(
     return out.reset_index()
 
 
+def gap_difference_table(df: pd.DataFrame, first: str, second: str, gap: str) -> pd.DataFrame:
+    """:func:`gap_difference` of ``<gap>_gap`` (``gap``: robust or clean) as the figure's CSV:
+    the columns gap, first and second after dataset and eps_fraction."""
+    table = gap_difference(df, first, second, gap=f"{gap}_gap")
+    table.insert(2, "gap", f"{gap}_gap")
+    table.insert(3, "first", first)
+    table.insert(4, "second", second)
+    return table
+
+
+def run_solutions(z: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+    """One (regime, n) job's weights.npz arrays as optimizer -> {w, draw, eps_fraction}."""
+    return {
+        str(o): {"w": z["w"][i], "draw": z["draw"], "eps_fraction": z["eps_fraction"]}
+        for i, o in enumerate(z["optimizer"])
+    }
+
+
+def run_cosines(weights: Sequence[Mapping[str, np.ndarray]], runs: Sequence[dict]) -> pd.DataFrame:
+    """:func:`solution_cosines` of every (regime, n) job (its weights.npz arrays, in ``runs``
+    order), each tagged with its run's dataset and n."""
+    frames = []
+    for z, run in zip(weights, runs, strict=True):
+        cos = solution_cosines(run_solutions(z))
+        cos.insert(0, "dataset", run["dataset"])
+        cos.insert(1, "n", run["n"])
+        frames.append(cos)
+    return pd.concat(frames, ignore_index=True)
+
+
 def mean_over_draws(df: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
     """Mean and sd over draws per (dataset, optimizer, eps_fraction, n); flat column names."""
     keys = ["dataset", "optimizer", "eps_fraction", "n"]

@@ -1,0 +1,70 @@
+"""Study FA's summary table: per (setting, readout, seed) the critical radii, clean accuracy,
+averaging index and coefficients of the lambda decomposition and the same-class cosine; 2-class
+and reference nets have one score, so their rows repeat under each binary readout."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from ibrobust.stages.tables import mean_std, per_readout
+
+RUN_KEY = ("dataset", "model", "optimizer", "supervision", "seed")
+GROUP = ["dataset", "model", "optimizer", "readout", "setting"]
+NUMERIC_PREFIXES = ("critical", "clean", "fa_", "other_", "residual", "cosine")
+
+
+def summary_table(
+    attack: Sequence[dict],
+    analysis: Sequence[dict],
+    decomposition: Sequence[dict],
+    labels: Mapping[str, str | None],
+    readouts: Sequence[str],
+) -> pd.DataFrame:
+    """One row per attacked run and readout. ``attack``, ``analysis``, ``decomposition``: the
+    runs' result dicts tagged with their wildcards (:data:`RUN_KEY`); ``labels``: model -> its
+    kind's label (None: the row is named by its supervision)."""
+    ana = {_key(r): r for r in analysis}
+    dec = {_key(r): r for r in decomposition}
+    rows = []
+    for r in attack:
+        key = _key(r)
+        row = {
+            "dataset": r["dataset"], "model": r["model"], "optimizer": r["optimizer"],
+            "seed": r["seed"], "readout": r["readout"],
+            "setting": labels[r["model"]] or r["supervision"], "clean_acc": r["clean_acc"],
+        }  # fmt: skip
+        row.update({f"critical_radius.{a}": v for a, v in r["critical_radius"].items()})
+        if key in dec:
+            row.update(
+                fa_index=dec[key]["fa_index_final"],
+                other_class_ratio=dec[key].get("other_class_ratio_final", float("nan")),
+                residual_max=dec[key]["residual_max"],
+            )
+        if key in ana:
+            row["cosine_same_class_mean"] = ana[key]["cosine_same_class_mean"]
+        rows.append(row)
+    return per_readout(pd.DataFrame(rows), list(readouts))
+
+
+def summary_means(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std over seeds of the numeric columns of :func:`summary_table` per setting
+    and readout."""
+    num = [c for c in table.columns if c.startswith(NUMERIC_PREFIXES)]
+    return mean_std(table, GROUP, num)
+
+
+def summary_markdown(means: pd.DataFrame) -> str:
+    """summary.md: :func:`summary_means` (rounded to 3 digits) under what its columns mean."""
+    return (
+        "# Summary (mean and std over seeds; n = seeds)\n\n"
+        "critical_radius.worst = the worst case over the attacks of that readout; 2-class "
+        "and reference nets have one score, so their rows repeat under each readout.\n\n"
+        + means.round(3).to_markdown(index=False)
+        + "\n"
+    )
+
+
+def _key(r: dict) -> tuple:
+    return tuple(r[k] for k in RUN_KEY)
