@@ -20,6 +20,7 @@ from claims_fixtures import (
 )
 
 from ibrobust.claims.core import NotApplicable, NotRun, StudyContext, load_source
+from ibrobust.studies.margin import report as rep
 from ibrobust.studies.margin import tables as mr
 from ibrobust.studies.margin.claims import SOURCES, claims
 from ibrobust.studies.margin.plots import checkpoint_marks
@@ -265,3 +266,30 @@ def test_checkpoints_sharing_an_epoch_share_one_mark():
         (119, "model 1", "model 1"),
         (2311, "model 4 = final", "model 4"),
     ]
+
+
+def test_report_labels_runs_and_selects_the_first():
+    runs = [{"dataset": "d", "model": "m", "seed": 0}, {"dataset": "d", "model": "m", "seed": 1}]
+    assert rep.run_label(runs[1]) == "d/m/seed1"
+    points = pd.DataFrame({"dataset": ["d", "d"], "model": ["m", "m"], "seed": [0, 1],
+                           "checkpoint": ["final", "model-1"]})  # fmt: skip
+    one = rep.label_checkpoints(points.copy(), runs[:1])
+    assert list(one.checkpoint) == ["final", "model-1"]  # one run: unchanged
+    two = rep.label_checkpoints(points.copy(), runs)
+    assert list(two.checkpoint) == ["d/m/seed0:final", "d/m/seed1:model-1"]
+    assert list(rep.first_run(points, runs[1]).checkpoint) == ["model-1"]
+
+
+def test_report_arm_line_and_metrics():
+    note = {"training": {"min_log10_loss": -12.345, "all_finite": True},
+            "after the data is fit": {"decreasing": 2, "epochs_after": 40,
+                                      "frac_decreasing": 0.05}}  # fmt: skip
+    table = pd.DataFrame({"kkt_residual": [0.5, 0.01234]})
+    assert rep.arm_line("d/m/seed0", "constant", table, note) == (
+        "d/m/seed0 constant: log10 L -12.35 (finite True); smoothed margin decreasing in 2 of "
+        "40 rows after fit; KKT residual at the end 0.0123"
+    )
+    assert rep.arm_metrics("constant", note) == {
+        "constant.min_log10_loss": -12.345,
+        "constant.frac_decreasing": 0.05,
+    }

@@ -30,7 +30,9 @@ from ibrobust.studies.price_linear.experiment import (
 from ibrobust.studies.price_linear.plots import cosine_vs_fraction, gap_difference_heatmap, gap_vs_n
 from ibrobust.studies.price_linear.tables import (
     gap_difference,
+    gap_difference_table,
     mean_over_draws,
+    run_cosines,
     solution_cosines,
     summary_markdown,
 )
@@ -200,6 +202,25 @@ def test_gap_difference_is_mean_over_n_of_draw_means():
     assert t.n_values.iloc[0] == 2
     with pytest.raises(ValueError, match="sd"):
         gap_difference(_tidy(vals), "gd", "sd")
+
+
+def test_gap_difference_table_labels_the_gap_and_the_pair():
+    vals = {("gd", 8, 0): 0.5, ("cd", 8, 0): 0.1, ("gd", 16, 0): 0.2, ("cd", 16, 0): 0.0}
+    t = gap_difference_table(_tidy(vals), "gd", "cd", "robust")
+    assert list(t.columns[:5]) == ["dataset", "eps_fraction", "gap", "first", "second"]
+    assert (t.gap.iloc[0], t["first"].iloc[0], t.second.iloc[0]) == ("robust_gap", "gd", "cd")
+    assert t.difference.iloc[0] == pytest.approx(0.3)  # mean(0.4, 0.2)
+
+
+def test_run_cosines_reads_each_jobs_weights_and_tags_its_run():
+    # weights.npz arrays: w is (optimizer, problem, d); one problem (draw 0, eps 0) per job
+    keys = {"draw": np.array([0]), "eps_fraction": np.array([0.0])}
+    z1 = {"optimizer": np.array(["a", "b"]), "w": np.array([[[1.0, 0.0]], [[1.0, 1.0]]]), **keys}
+    z2 = {"optimizer": np.array(["a", "b"]), "w": np.array([[[1.0, 0.0]], [[-2.0, 0.0]]]), **keys}
+    t = run_cosines([z1, z2], [{"dataset": "r", "n": 8}, {"dataset": "r", "n": 16}])
+    assert list(t.columns[:2]) == ["dataset", "n"] and list(t.n) == [8, 16]
+    assert set(t.optimizer_a) == {"a"} and set(t.optimizer_b) == {"b"}
+    np.testing.assert_allclose(t.cosine, [2**-0.5, -1.0])
 
 
 def _sweep():

@@ -1,0 +1,47 @@
+"""Study FA's summary table (ibrobust.studies.feature_averaging.tables), on hand-made run
+results: one row per attacked run and readout, the decomposition and cosines joined by run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ibrobust.studies.feature_averaging.tables import summary_markdown, summary_means, summary_table
+
+RUN = {"dataset": "c", "model": "two_layer", "optimizer": "gd", "supervision": "binary"}
+LABELS = {"two_layer": None, "robust_reference": "robust reference"}
+
+
+def _attack(seed, radius, readout="", **run):
+    """An attack summary tagged with its run ("" readout: the net's own, one score)."""
+    return {**RUN, **run, "seed": seed, "readout": readout, "clean_acc": 1.0,
+            "critical_radius": {"worst": radius}}  # fmt: skip
+
+
+def test_summary_joins_by_run_and_repeats_one_score_rows_under_each_readout():
+    attack = [
+        _attack(0, 2.0),  # 2-class: one score
+        _attack(1, 4.0),
+        _attack(0, 6.0, readout="sum", supervision="multiclass"),
+        _attack(0, 9.0, model="robust_reference", optimizer="handbuilt"),
+    ]
+    decomposition = [{**RUN, "seed": 0, "fa_index_final": 0.9, "residual_max": 0.01}]
+    analysis = [{**RUN, "seed": 1, "cosine_same_class_mean": 0.7}]
+    t = summary_table(attack, analysis, decomposition, LABELS, ["sum", "argmax"])
+    assert len(t) == 3 * 2 + 1  # one-score rows under both readouts, the k-class one once
+    assert sorted(set(t.setting)) == ["binary", "multiclass", "robust reference"]
+    first = t[(t.seed == 0) & (t.setting == "binary") & (t.readout == "argmax")].iloc[0]
+    assert first["critical_radius.worst"] == 2.0 and first.fa_index == 0.9
+    assert math.isnan(first.other_class_ratio)  # absent from the decomposition: NaN
+    second = t[(t.seed == 1) & (t.readout == "sum")].iloc[0]
+    assert second.cosine_same_class_mean == 0.7 and math.isnan(second.fa_index)
+
+    means = summary_means(t[t.setting == "binary"])
+    row = means[means.readout == "sum"].iloc[0]
+    assert row.n == 2 and row["critical_radius.worst.mean"] == pytest.approx(3.0)
+    assert row["critical_radius.worst.std"] == pytest.approx(2**0.5)
+    md = summary_markdown(means)
+    assert (
+        md.startswith("# Summary (mean and std over seeds; n = seeds)\n\n") and "1.414" in md
+    )  # rounded to 3 digits
