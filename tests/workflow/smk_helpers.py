@@ -80,11 +80,11 @@ READOUTS = ["sum", "argmax", "log_odds"]  # config.yaml's fa.readouts (tiny.yaml
 #           grid scaling 3 datasets x (1 + 1)                                      = 10
 #   attack_readouts_fa (k-class nets, one job for all 3 readouts): grid main 2
 #           seeds; grid scaling 3 datasets                                         =  5
-#   cosine_figure, fa_lambda_figure, fa_robust_figure, fa_scaling_figure,
-#   fa_margin_gradient, fa_summary_table: one each for study fa                   =  6
+#   fa_figures (cosine heatmaps, robust curves, summary), fa_lambda_figure,
+#   fa_scaling_figure, fa_margin_gradient: one each for study fa                   =  4
 #   claims: the claims ledger over the study's summaries                           =  1
 #   all                                                                            =  1
-#   total                                                                          = 47
+#   total                                                                          = 45
 EXPECTED_JOBS = Counter(
     dataset=4,
     train=12,
@@ -92,20 +92,17 @@ EXPECTED_JOBS = Counter(
     decompose=4,
     attack=10,
     attack_readouts_fa=5,
-    cosine_figure=1,
+    fa_figures=1,
     fa_lambda_figure=1,
-    fa_robust_figure=1,
     fa_scaling_figure=1,
     fa_margin_gradient=1,
-    fa_summary_table=1,
     claims=1,
     all=1,
 )
 
 FIGURE_RULES = [
-    "cosine_figure",
+    "fa_figures",
     "fa_lambda_figure",
-    "fa_robust_figure",
     "fa_scaling_figure",
     "fa_margin_gradient",
 ]

@@ -68,7 +68,7 @@ OVERLAY = {
     "prelu_paper": Overlay(
         "prelu",
         mnist=True,
-        rules=(*NET, "prelu_analyze", "prelu_summary_table", "prelu_table1"),
+        rules=(*NET, "prelu_analyze", "prelu_figures", "prelu_mnist_figures"),
         # width 2000 on D = 1000 (alpha 0.11, the figure's)
         arch=(
             "prelu_clusters_d1000@alpha=0.11/prelu_h2000_p4/sgd_prelu_paper/binary/seed0/model.pt",
@@ -90,7 +90,7 @@ OVERLAY = {
     "price_paper": Overlay(
         "price_linear",
         mnist=False,
-        rules=("price_test_data", "price_train_data", "price_train", "price_summary_table"),
+        rules=("price_test_data", "price_train", "price_linear_figures"),
         # the overlay's new n = 512: one weight vector per (draw, eps fraction) of d = 512
         arch=("teacher_w4_x512/lin_cd/n512/weights.npz", "w", (12, 512)),
     ),

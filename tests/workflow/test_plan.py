@@ -29,7 +29,7 @@ def test_lint(tmp_path):
 def test_dry_run_plans_every_rule(tmp_path):
     plan = parse_dry_run(snakemake(tmp_path, "-n", timeout=120))
     assert plan.stats == EXPECTED_JOBS
-    assert sum(plan.stats.values()) == 47
+    assert sum(plan.stats.values()) == 45
     grids = Counter(j.wildcards["grid"] for j in plan.of("attack"))
     assert grids == {"main": 4, "scaling": 6}
     # only k-class nets are attacked under the readouts, in one job per (net, grid) writing
@@ -210,12 +210,12 @@ def test_malformed_config_rejected(tmp_path, overlay, key, fragment):
 
 
 # config.yaml has a study of every kind; these kinds' rules all write
-# results/{study}/figures/summary.csv (price_nn: its one figures job)
+# results/{study}/figures/summary.csv (each study's one figures-and-tables job)
 SUMMARY_RULES = {
-    "fa": "fa_summary_table",
-    "fa_images": "images_summary_table",
-    "price_linear": "price_summary_table",
-    "prelu": "prelu_summary_table",
+    "fa": "fa_figures",
+    "fa_images": "fa_images_figures",
+    "price_linear": "price_linear_figures",
+    "prelu": "prelu_figures",
     "margin": "margin_figures",
     "attack_audit": "attack_audit_table",
     "price_nn": "price_nn_figures",

@@ -25,17 +25,13 @@ SYNTHETIC = Counter(
     train=4,  # 2 datasets x 2 models (p = 1, 3)
     attack=4,  # grid main
     prelu_analyze=1,  # one job over the half's runs
-    prelu_robust_figure=1,
-    prelu_alignment_figure=1,
-    prelu_distance_figure=1,
-    prelu_summary_table=1,
+    prelu_figures=1,  # robust accuracy, alignment, distances, summary: one job
 )
 MNIST = Counter(
     dataset=1,  # the image set, seed 0
     train=2,  # 1 model x 2 supervisions
     attack=6,  # x 3 norm grids (linf, l2, l1)
-    prelu_mnist_figure=1,
-    prelu_table1=1,
+    prelu_mnist_figures=1,  # the MNIST figure and Table 1: one job
 )
 EXPECTED = SYNTHETIC + MNIST + Counter(prelu=1)
 SYN_RADII = [0.0, 0.2, 0.4, 0.8, 1.2]
