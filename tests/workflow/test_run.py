@@ -201,9 +201,9 @@ def test_mlflow_runs(tiny_run):
             hist = client.get_metric_history(r.info.run_id, "train.loss")
             steps = sorted(m.step for m in hist)
             assert len(set(steps)) >= 3, (tags["mlflow.runName"], steps)
-        if rule.endswith("_figure"):
+        if rule.endswith(("_figure", "_figures")):
             arts = {a.path for a in client.list_artifacts(r.info.run_id, "figures")}
             assert {p.rsplit(".", 1)[1] for p in arts} == {"png", "pdf", "csv"}, arts
-        if rule == "fa_summary_table":
+        if rule == "fa_figures":
             arts = {a.path for a in client.list_artifacts(r.info.run_id, "tables")}
             assert arts == {"tables/summary.csv", "tables/summary.md"}, arts
