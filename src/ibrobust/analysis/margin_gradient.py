@@ -32,6 +32,7 @@ from torch import nn
 from ibrobust.attacks.mode import attack_mode
 from ibrobust.attacks.suite import AttackContext, correctness_over_radii
 from ibrobust.data.dataset import Dataset
+from ibrobust.device import resolve_device
 from ibrobust.models.readout import with_readout
 from ibrobust.seeding import torch_generator
 
@@ -106,12 +107,12 @@ def point_table(
     """One row per point: :data:`POINT_COLUMNS` (the breaking radius of the worst case over
     ``specs``, attack configs as in the config's ``attacks``), ``breaking_radius.<name>``
     per attack and the model's ``param_norm``."""
-    q, g = margin_and_gradient(model, x, y)
-    table = {"margin": q.double().numpy(), "grad_norm": g.double().numpy()}
-    table["first_order"] = first_order_distance(q.double(), g.double()).numpy()
+    q, g = (t.double().cpu() for t in margin_and_gradient(model, x, y))  # the table's: CPU
+    table = {"margin": q.numpy(), "grad_norm": g.numpy()}
+    table["first_order"] = first_order_distance(q, g).numpy()
     worst = None
     for name, spec in specs.items():
-        correct = correctness_over_radii(model, x, y, fine, list(radii), spec, ctx, gen)
+        correct = correctness_over_radii(model, x, y, fine, list(radii), spec, ctx, gen).cpu()
         table[f"breaking_radius.{name}"] = breaking_radius(correct, radii).numpy()
         worst = correct if worst is None else worst & correct
     if worst is None:
@@ -204,10 +205,16 @@ def run_points(
     radii: Sequence[float],
     points: int,
     seed: int,
+    device: torch.device | str | None = "cpu",
 ) -> pd.DataFrame:
     """:func:`evaluate_readouts` on the first ``points`` test points of a cluster dataset:
-    every readout for a k-class model, the single score (``sum``) for 2-head models."""
-    test = data.test.head(points)
-    ctx = AttackContext(data.means, data.sign, task="binary", box=data.box)
+    every readout for a k-class model, the single score (``sum``) for 2-head models. The
+    model, the points and the cluster means move to ``device`` (the config key,
+    :func:`ibrobust.device.resolve_device`) once; the random draws stay on the CPU."""
+    dev = resolve_device(device)
+    model = model.to(dev)
+    test = data.test.head(points).to(dev)
+    means, sign = (None if t is None else t.to(dev) for t in (data.means, data.sign))
+    ctx = AttackContext(means, sign, task="binary", box=data.box)
     ros = list(readouts) if supervision == "multiclass" else ["sum"]
     return evaluate_readouts(model, test.x, test.y, test.fine, ros, radii, specs, ctx, seed)

@@ -262,7 +262,9 @@ def autoattack(
         aa = _build(logits, cfg, float(eps), seed, x.device)
         settings = _settings(aa, cfg, eps, seed, n_classes)
         if x.shape[0] == 0:
-            return AutoAttackResult(torch.zeros(0, dtype=torch.bool), x.clone(), settings)
+            return AutoAttackResult(
+                torch.zeros(0, dtype=torch.bool, device=x.device), x.clone(), settings
+            )
         _check_classes(aa, cfg, task, n_classes)
         if "square" in aa.attacks_to_run and x.ndim != 4:
             raise ValueError(

@@ -75,8 +75,8 @@ def refine_on_segment(
     """x + t (adv - x) with the smallest t in (0, 1] found misclassified by ``steps``
     bisections (adv itself must be misclassified): an adversarial point no farther than adv."""
     dtype = next(model.parameters()).dtype
-    lo = torch.zeros(len(x), 1, dtype=torch.float64)
-    hi = torch.ones(len(x), 1, dtype=torch.float64)
+    lo = torch.zeros(len(x), 1, dtype=torch.float64, device=x.device)
+    hi = torch.ones(len(x), 1, dtype=torch.float64, device=x.device)
     shape = (-1,) + (1,) * (x.ndim - 1)
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
@@ -119,7 +119,7 @@ def fab_distances(
     if x.min() < 0 or x.max() > 1:
         raise ValueError("FAB needs inputs in the box [0, 1]")
     wrapped = _Float32Logits(model)
-    dist = torch.full((len(x),), math.inf, dtype=torch.float64)
+    dist = torch.full((len(x),), math.inf, dtype=torch.float64, device=x.device)
     with attack_mode(model), torch.random.fork_rng(devices=[]):
         fab = FABAttack_PT(
             wrapped,
@@ -194,10 +194,10 @@ def pgd_bisection(
     with attack_mode(model):
         with torch.no_grad():
             wrong = model(x.to(fooled_at.dtype)).argmax(1) != y
-        lo = torch.zeros(len(x), dtype=torch.float64)
-        hi = torch.full((len(x),), math.inf, dtype=torch.float64)
+        lo = torch.zeros(len(x), dtype=torch.float64, device=x.device)
+        hi = torch.full((len(x),), math.inf, dtype=torch.float64, device=x.device)
         hi[wrong] = 0.0
-        eps = torch.full((len(x),), cfg.start, dtype=torch.float64)
+        eps = torch.full((len(x),), cfg.start, dtype=torch.float64, device=x.device)
         for _ in range(cfg.doublings + 1):  # bracket: PGD fails at lo, succeeds at hi
             idx = torch.isinf(hi).nonzero().squeeze(1)
             if len(idx) == 0:

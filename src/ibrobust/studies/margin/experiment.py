@@ -29,6 +29,7 @@ from ibrobust.attacks.minimal_norm import (
     fab_distances,
     pgd_bisection,
 )
+from ibrobust.device import resolve_device
 from ibrobust.models.registry import BuildContext, build_model, model_readout
 from ibrobust.seeding import torch_generator
 from ibrobust.training.margin import Checkpoint, MarginTrainConfig, config_from_dict
@@ -151,8 +152,8 @@ def _certified(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, np
         return {"certified_l2": nan, "certified_l2_pairwise": nan}
     cert = certified_radius(net, x, y)
     return {
-        "certified_l2": cert.radius.numpy(),
-        "certified_l2_pairwise": cert.radius_pairwise.numpy(),
+        "certified_l2": cert.radius.cpu().numpy(),
+        "certified_l2_pairwise": cert.radius_pairwise.cpu().numpy(),
     }
 
 
@@ -166,7 +167,7 @@ def point_robustness(
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
     q = margins(eval_logits(net, x), y)
     rho_l = param_norm(net) ** require_homogeneous(net, "model")
-    nan = torch.full((len(x),), math.nan, dtype=torch.float64)
+    nan = torch.full((len(x),), math.nan, dtype=torch.float64, device=x.device)
     fab = {n: nan.clone() for n in NORMS}
     if boxed:
         for norm in NORMS:
@@ -179,11 +180,11 @@ def point_robustness(
     df = pd.DataFrame(
         {
             "index": np.arange(len(x)),
-            "margin": q.numpy(),
-            "normalized_margin": (q / rho_l).numpy(),
-            "fab_l2": fab["l2"].numpy(),
-            "fab_linf": fab["linf"].numpy(),
-            "pgd_l2_upper": pgd.numpy(),
+            "margin": q.cpu().numpy(),
+            "normalized_margin": (q / rho_l).cpu().numpy(),
+            "fab_l2": fab["l2"].cpu().numpy(),
+            "fab_linf": fab["linf"].cpu().numpy(),
+            "pgd_l2_upper": pgd.cpu().numpy(),
             **_certified(net, x, y),
         }
     )
@@ -193,17 +194,27 @@ def point_robustness(
 
 
 def checkpoint_robustness(
-    nets: dict[str, nn.Module], data: RunData, cfg: MarginRobustConfig, seed: int
+    nets: dict[str, nn.Module],
+    data: RunData,
+    cfg: MarginRobustConfig,
+    seed: int,
+    device: torch.device | str | None = "cpu",
 ) -> pd.DataFrame:
     """:func:`point_robustness` of every checkpoint on the first ``attack_points`` train and
     test points, stacked with ``checkpoint`` and ``split`` columns. A checkpoint whose
     parameters equal an earlier one's (``final`` when training stopped at the epoch of the
     last threshold's checkpoint) is the same net: it gets that checkpoint's rows, not a
-    second attack."""
+    second attack. ``device`` (the config key, :func:`ibrobust.device.resolve_device`): each
+    net and the points move there once; the random draws stay on the CPU generators."""
+    dev = resolve_device(device)
     n = cfg.attack_points
-    splits = {"train": (data.x[:n], data.y[:n]), "test": (data.x_test[:n], data.y_test[:n])}
+    splits = {
+        "train": (data.x[:n].to(dev), data.y[:n].to(dev)),
+        "test": (data.x_test[:n].to(dev), data.y_test[:n].to(dev)),
+    }
     frames, attacked = [], {}  # attacked: name -> {split: rows}, the distinct nets only
     for name, net in nets.items():
+        net.to(dev)
         same = next((k for k in attacked if same_parameters(nets[k], net)), None)
         if same is None:
             attacked[name] = {
