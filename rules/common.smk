@@ -37,6 +37,7 @@ from ibrobust.studies.expansion import (  # noqa: E402
     scale_rungs,
 )
 from ibrobust.provenance import code_hash, config_hash  # noqa: E402
+from ibrobust.device import planned_cuda  # noqa: E402
 
 # ---- validate before anything is scheduled ------------------------------------------
 try:  # keys written twice in config.yaml or an overlay (Snakemake keeps the last silently)
@@ -51,6 +52,13 @@ except ConfigError as err:
 config.clear()
 config.update(_validated)
 CONFIG_HASH = config_hash(config)
+# the config key `device` (auto | cpu | cuda; ibrobust.device): every rule that computes with
+# torch passes it as params.device, and its job resolves it before any work. Such a rule
+# claims the `gpu` resource (profiles/default: gpu=1, one GPU job at a time) when its job will
+# run on CUDA as planning can tell without importing torch (ibrobust.device.planned_cuda:
+# cuda -> 1, cpu -> 0, auto -> a CUDA build of torch and an NVIDIA device node on this host)
+DEVICE = config["device"]
+GPU_JOB = 1 if planned_cuda(DEVICE) else 0
 
 STUDIES = config["studies"]  # with the rungs of every scale ladder (ibrobust.studies.expansion.expand_scale)
 ENABLED = config["only_studies"] or [s for s, st in STUDIES.items() if st["enabled"]]

@@ -35,6 +35,7 @@ rule margin_train:
     params:
         training=lambda w: _margin.training(config, STUDIES[w.study], w.model),
         seed=lambda w: int(w.seed),
+        device=DEVICE,
         code=lambda w: code("margin_train", kind_module("models", w.model)),
     threads: config["threads"]
     # the longest single jobs of a run (~15 min of one core on 1000 images): started first, so
@@ -43,6 +44,7 @@ rule margin_train:
     resources:
         mem_mb=4000,
         runtime=120,
+        gpu=GPU_JOB,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -67,12 +69,14 @@ rule margin_robustness:
         model=lambda w: config["models"][w.model],
         robustness=lambda w: _margin.robustness(config, STUDIES[w.study]),
         seed=lambda w: int(w.seed),
+        device=DEVICE,
         code=lambda w: code("margin_robustness", kind_module("models", w.model)),
     threads: config["threads"]
     priority: 50  # the next longest (as margin_train's)
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=GPU_JOB,
     conda:
         "../envs/ibrobust.yaml"
     script:

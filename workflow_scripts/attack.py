@@ -4,6 +4,7 @@ every attack + worst case, under each of ``params.readouts`` (one table and summ
 from _job import Job
 
 from ibrobust.data.dataset import dataset_from_arrays
+from ibrobust.device import resolve_device
 from ibrobust.io import load_npz, load_torch, save_csv, save_json
 from ibrobust.seeding import torch_generator
 from ibrobust.stages.robustness import evaluate_robustness
@@ -11,14 +12,15 @@ from ibrobust.stages.robustness import evaluate_robustness
 p, out = snakemake.params, snakemake.output
 readouts = list(p.readouts)
 with Job(snakemake) as job:
+    device = resolve_device(p.device)  # before any work: device: cuda without CUDA fails here
     data = dataset_from_arrays(load_npz(snakemake.input.data), snakemake.input.data)
     gen = torch_generator(p.seed, "attack", snakemake.wildcards.grid)
-    job.log.info("attacking %s points at %d radii with %s under %s", p.points, len(p.radii),
-                 list(p.attacks), readouts)  # fmt: skip
+    job.log.info("attacking %s points at %d radii with %s under %s on %s", p.points,
+                 len(p.radii), list(p.attacks), readouts, device)  # fmt: skip
     results = evaluate_robustness(
         load_torch(snakemake.input.model), data, dict(p.attacks), list(p.radii), p.points,
         p.task, readouts, gen, on_attack=lambda a: job.log.info("attack %s done", a),
-        where=snakemake.input.data,
+        where=snakemake.input.data, device=device,
     )  # fmt: skip
     # the outputs list the readouts in the order of params.readouts (rules/attack.smk)
     for readout, table_path, summary_path in zip(readouts, out.tables, out.summaries, strict=True):

@@ -7,12 +7,14 @@ from _job import Job
 
 from ibrobust.analysis.margin_gradient import MarginGradientConfig, run_points, summarize
 from ibrobust.data.dataset import dataset_from_arrays
+from ibrobust.device import resolve_device
 from ibrobust.io import load_npz, load_torch, save_csv
 from ibrobust.models.registry import load_model
 from ibrobust.studies.feature_averaging.margin_gradient_figure import margin_gradient_figure
 
 p = snakemake.params
 with Job(snakemake) as job:
+    device = resolve_device(p.device)  # before any work: device: cuda without CUDA fails here
     cfg = MarginGradientConfig(**p.settings)
     radii = cfg.radii(p.radius_max)
     frames, rows = [], []
@@ -25,8 +27,9 @@ with Job(snakemake) as job:
         label = p.model_labels[run["model"]] or run["supervision"]
         specs = p.attacks[run["supervision"]]
         pts = run_points(
-            net, data, run["supervision"], p.readouts, specs, radii, cfg.points, run["seed"]
-        )
+            net, data, run["supervision"], p.readouts, specs, radii, cfg.points, run["seed"],
+            device=device,
+        )  # fmt: skip
         pts.insert(0, "label", label)
         for k in ("dataset", "model", "optimizer", "supervision", "seed"):
             pts.insert(1, k, run[k])
