@@ -72,12 +72,14 @@ rule margin_flow:
     params:
         flow=lambda w: _margin.flow(config, STUDIES[w.study], w.model),
         seed=lambda w: int(w.seed),
+        device=DEVICE,
         code=lambda w: code("margin_flow", kind_module("models", w.model)),
     threads: config["threads"]
     priority: 50  # minutes of one core, as margin_train's
     resources:
         mem_mb=2000,
         runtime=60,
+        gpu=GPU_JOB,
     conda:
         "../envs/ibrobust.yaml"
     script:

@@ -21,6 +21,7 @@ from ibrobust.seeding import torch_generator
 from ibrobust.stages.networks import fit
 from ibrobust.stages.robustness import evaluate_robustness
 from ibrobust.studies.margin import experiment
+from ibrobust.training.flow import FlowConfig, train_flow
 from ibrobust.training.margin import MarginTrainConfig, train_margin
 
 torch.set_num_threads(1)
@@ -100,7 +101,8 @@ def test_auto_attacks_byte_identically_to_cpu_without_cuda():
 
 
 @NO_CUDA
-def test_auto_runs_a_margin_epoch_and_its_robustness_byte_identically_to_cpu_without_cuda():
+def test_auto_runs_margin_training_and_robustness_byte_identically_to_cpu_without_cuda():
+    """A loss-based epoch, two constant-step (flow) steps and the robustness rows."""
     g = torch.Generator().manual_seed(0)
     x = torch.rand(6, 1, 8, 8, generator=g, dtype=torch.float64)
     y = torch.tensor([0, 1, 2, 0, 1, 2])
@@ -114,6 +116,10 @@ def test_auto_runs_a_margin_epoch_and_its_robustness_byte_identically_to_cpu_wit
         assert next(net.parameters()).device.type == "cpu"  # the net ends on the CPU
         hist = pd.DataFrame(res.history).drop(columns=["seconds"]).to_csv()
         cks = [(c.name, c.epoch, _state_bytes(c.state_dict)) for c in res.checkpoints]
+        flow_net = build_homogeneous_cnn((1, 8, 8), 3, tiny, seed=0, dtype=torch.float64)
+        flow = train_flow(flow_net, x, y, FlowConfig(lr=0.5, epochs=2, log_every=1), device=dev)
+        hist += pd.DataFrame(flow.history).drop(columns=["seconds"]).to_csv()
+        cks += [(c.name, c.epoch, _state_bytes(c.state_dict)) for c in flow.checkpoints]
         data = experiment.RunData(x, y, x, y, torch.ones(3), True)
         pts = experiment.checkpoint_robustness({"final": net}, data, rob, 0, device=dev)
         return hist, cks, pts.to_csv()

@@ -102,11 +102,11 @@ def test_device_rules_are_every_job_that_computes_with_torch():
     """The list the schema's ``device`` description gives (rules/attack.smk's per-study rule
     sits in attack's body: its name is built in a loop)."""
     assert _device_rules() >= {
-        "train", "attack", "margin_train", "margin_robustness", "fa_margin_gradient",
+        "train", "attack", "margin_train", "margin_flow", "margin_robustness", "fa_margin_gradient",
         "attack_readouts_fa", "attack_readouts_fa_images",
     }  # fmt: skip
     assert "device=DEVICE" in _rules()["attack"].split("for _study in NET_STUDIES")[1]
-    assert not _device_rules() & {"dataset", "analyze", "decompose", "price_train"}
+    assert not _device_rules() & {"dataset", "analyze", "decompose", "price_train", "margin_kkt"}
 
 
 def test_default_profile_allows_one_gpu_job():
