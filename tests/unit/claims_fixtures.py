@@ -489,9 +489,12 @@ def price_nn_summary(
     def add(arch, eps, n, seed, lead, trail, diff, metric, fit=1.0):
         base = dict(arch=arch, eps=eps, n=n, seed=seed, robust_test_acc_train_pgd=0.5,
                     robust_test_acc_worst=0.5, test_acc=0.9, robust_train_acc_train_pgd=1.0,
-                    epochs=10, reached_stop_loss=True, final_loss=1e-3)  # fmt: skip
+                    robust_train_err=0.0, fitted=True, epochs=10, reached_stop_loss=True,
+                    epochs_to_threshold=10, final_loss=1e-3, robust_test_acc_best=0.5,
+                    best_epoch=10)  # fmt: skip
         rows.append(dict(base, algorithm=trail))
-        ahead = dict(base, algorithm=lead, robust_train_acc_train_pgd=fit)
+        ahead = dict(base, algorithm=lead, robust_train_acc_train_pgd=fit,
+                     robust_train_err=1.0 - fit, fitted=fit >= 1.0, reached_stop_loss=fit >= 1.0)  # fmt: skip
         ahead[metric] = base[metric] + diff / 100
         rows.append(ahead)
 

@@ -6,6 +6,13 @@ Our numbers come from ``results/<study>/figures/summary.csv``
 with the paired difference of two algorithms in accuracy points (FC: ``sd-gd``; CNN:
 ``gd-sd``), its mean, sd and the per-seed values. Robust accuracy is the worst case of the
 final attack set at the training eps (``robust_test_acc_worst``).
+
+What the computes read (issue 37 kept these columns; the declarations are the lead's to
+rewrite): ``fc_robust`` and ``fc_erm`` read summary.csv's ``arch``, ``metric``, ``eps`` and
+``per_seed`` (every seed, fitted or not; ``per_seed_fitted`` / ``seed_ids`` beside it say
+where both algorithms fit); ``cnn_cells`` also reads ``fitted`` (every run of the cell
+reached its loss threshold: no longer robust train acc. >= 0.9). Per-seed pairs with both
+algorithms' columns are in ``figures/seeds.csv`` (not read here).
 """
 
 from __future__ import annotations
