@@ -29,10 +29,10 @@ import time
 
 import torch
 
-from ibrobust.analysis.robustness import monotone_robust
 from ibrobust.attacks.losses import binary_correct
 from ibrobust.attacks.pgd import PGDConfig, pgd
 from ibrobust.attacks.suite import AttackContext, correctness_over_radii
+from ibrobust.attacks.tables import monotone_robust
 from ibrobust.models.two_layer import TwoLayerFixed
 from ibrobust.seeding import torch_generator
 

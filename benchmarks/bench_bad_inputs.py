@@ -166,7 +166,7 @@ def main() -> None:
                 )
             table.append(
                 (
-                    "(the same syntax error) `python -m ibrobust.overlay FILE`",
+                    "(the same syntax error) `python -m ibrobust.config.overlay FILE`",
                     *_overlay_check(tmp / "YAML.yaml"),
                 )
             )
@@ -202,7 +202,7 @@ def _overlay_check(path: Path) -> tuple[float, str, int]:
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     t0 = time.perf_counter()
     p = subprocess.run(
-        [sys.executable, "-m", "ibrobust.overlay", str(path)],
+        [sys.executable, "-m", "ibrobust.config.overlay", str(path)],
         env=env,
         capture_output=True,
         text=True,

@@ -23,9 +23,9 @@ from _machine import matmul_peak
 
 from ibrobust.data.images import ImageDataConfig, make_image_data
 from ibrobust.models.homogeneous_cnn import HomogeneousCNNConfig, build_homogeneous_cnn
-from ibrobust.optim.loss_based import LossBasedLRConfig
 from ibrobust.seeding import torch_generator
 from ibrobust.training.margin import MarginTrainConfig, train_margin
+from ibrobust.updates.loss_based import LossBasedLRConfig
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 

@@ -24,7 +24,7 @@ import torch
 import yaml
 
 from ibrobust.analysis.margin_gradient import MarginGradientConfig, run_points, summarize
-from ibrobust.config import attack_applies
+from ibrobust.attacks.policy import attack_applies
 from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.io import load_npz, load_torch, save_csv, save_figure
 from ibrobust.models.readout import READOUTS

@@ -62,7 +62,10 @@ def server_group(snakemake_pid: int) -> int | None:
             args = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(a.endswith(b"_server.py") for a in args) and str(snakemake_pid).encode() in args:
+        if (
+            any(a.endswith(b"_tracking/server.py") for a in args)
+            and str(snakemake_pid).encode() in args
+        ):
             return os.getpgid(int(cmdline.parent.name))
     return None
 
@@ -194,12 +197,12 @@ def main() -> None:
 
 def replay_twice(work: Path, spool: Path, base: Path) -> None:
     """Replay the spool through a server on the outage run's store, then a copy of it again."""
-    import _server
     from _tracking import replay
+    from _tracking.server import ServerSettings, TrackingServer
 
     db = work / "results" / "mlflow" / "mlflow.db"
-    server = _server.TrackingServer(
-        _server.ServerSettings(
+    server = TrackingServer(
+        ServerSettings(
             backend_store_uri=f"sqlite:///{db}",
             artifacts_destination=str(work / "results" / "mlflow" / "artifacts"),
             log_file=str(base / "replay_server.log"),

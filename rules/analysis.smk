@@ -44,23 +44,3 @@ rule decompose:
         "../envs/ibrobust.yaml"
     script:
         "../workflow_scripts/decompose.py"
-
-
-# The cosine heatmaps of a network study's first-seed runs (any kind that lists them).
-rule cosine_figure:
-    input:
-        lambda w: files(w.study, first_seed_runs(w.study), "analysis/cosine.csv"),
-    output:
-        png=report("results/{study}/figures/cosine_heatmaps.png", caption="../report/analysis/cosine_heatmaps.rst", category="{study}", subcategory="figures"),
-        pdf="results/{study}/figures/cosine_heatmaps.pdf",
-        csv="results/{study}/figures/cosine_heatmaps.csv",
-    log:
-        "results/logs/figures/{study}/cosine_heatmaps.log",
-    params:
-        runs=lambda w: first_seed_runs(w.study),
-        plots=plot_params,
-        code=code("cosine_figure"),
-    conda:
-        "../envs/ibrobust.yaml"
-    script:
-        "../workflow_scripts/cosine_figure.py"

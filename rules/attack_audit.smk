@@ -5,6 +5,11 @@
 from ibrobust.studies import attack_audit as _audit  # noqa: E402
 
 
+# figures, tables and the ledger: seconds of work each, so they run in the Snakemake
+# process's own machine even under --profile profiles/slurm (no sbatch per figure)
+localrules: attack_audit_table
+
+
 rule attack_audit_table:
     input:
         lambda w: files(w.study, main_runs(w.study), "attack/main/summary.json"),

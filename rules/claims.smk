@@ -3,12 +3,17 @@
 # default target builds for the invocation's studies (only_studies, else the enabled ones;
 # claims of other outputs and studies are "not run", with the reason); editing a claim declaration changes only this rule's code hash, so only the
 # ledger reruns.
-from ibrobust.claims.ledger import claims_modules, ledger_inputs  # noqa: E402
+from ibrobust.ledger.table import claims_modules, ledger_inputs  # noqa: E402
 
 # the ledger also goes onto the invocation's parent MLflow run (folder claims/)
 PARENT_ARTIFACTS.update(
     {f: "claims" for f in CLAIMS_LEDGER + CLAIMS_LEDGER_ALL + CLAIMS_LEDGER_SCALE + SCALE_TRENDS}
 )
+
+
+# figures, tables and the ledger: seconds of work each, so they run in the Snakemake
+# process's own machine even under --profile profiles/slurm (no sbatch per figure)
+localrules: claims, claims_all, claims_scale
 
 
 rule claims:
@@ -60,7 +65,7 @@ use rule claims as claims_all with:
 
 
 # The ledger of `snakemake scale` (rules/targets.smk): every rung study of every scale ladder
-# (all its outputs), and each claim's trend over the rungs (ibrobust.claims.trend).
+# (all its outputs), and each claim's trend over the rungs (ibrobust.ledger.trend).
 use rule claims as claims_scale with:
     input:
         ledger_inputs({s: STUDIES[s]["kind"] for s in SCALE_RUNGS},

@@ -27,18 +27,15 @@ if workflow.is_main_process and _lifecycle.command_runs_jobs():
     _lifecycle.clear_stale_locks()
 from ibrobust import kinds, studies  # noqa: E402
 from ibrobust.studies import plan  # noqa: E402
-from ibrobust.config import (  # noqa: E402
-    ConfigError,
-    attack_applies,
+from ibrobust.attacks.policy import attack_applies, grid_attacks, radius_grids  # noqa: E402
+from ibrobust.config import ConfigError, load_schema, validate_config  # noqa: E402
+from ibrobust.config.overlay import OverlayError, check_files as check_config_files  # noqa: E402
+from ibrobust.studies.expansion import (  # noqa: E402
     derived_datasets,
     derived_optimizers,
-    grid_attacks,
-    load_schema,
-    radius_grids,
+    expand_scale,
     scale_rungs,
-    validate_config,
 )
-from ibrobust.overlay import OverlayError, check_files as check_config_files  # noqa: E402
 from ibrobust.provenance import code_hash, config_hash  # noqa: E402
 
 # ---- validate before anything is scheduled ------------------------------------------
@@ -46,15 +43,16 @@ try:  # keys written twice in config.yaml or an overlay (Snakemake keeps the las
     check_config_files(workflow.configfiles)
 except OverlayError as err:
     raise WorkflowError(f"invalid config file: {err}") from None
-try:
-    _validated = validate_config(config, load_schema(Path(workflow.basedir) / "schemas" / "config.schema.yaml"))
+try:  # the config as written (defaults filled), then the studies' scale-ladder rungs added
+    _schema = load_schema(Path(workflow.basedir) / "schemas" / "config.schema.yaml")
+    _validated = expand_scale(validate_config(config, _schema), _schema)
 except ConfigError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 config.clear()
 config.update(_validated)
 CONFIG_HASH = config_hash(config)
 
-STUDIES = config["studies"]  # with the rungs of every scale ladder (ibrobust.config.expand_scale)
+STUDIES = config["studies"]  # with the rungs of every scale ladder (ibrobust.studies.expansion.expand_scale)
 ENABLED = config["only_studies"] or [s for s, st in STUDIES.items() if st["enabled"]]
 # scale ladders: rung study -> Rung (a rung equal to its study is the study itself); the
 # studies built only by the `scale` target are left out of `reproduce` and its ledger
@@ -73,7 +71,7 @@ def studies_of(kind):
 
 
 # ---- datasets: registry entries and the sweeps' derived variants <base>@<key>=<value> ----
-# (each study kind's ``sweeps``; ibrobust.config.dataset_sweeps)
+# (each study kind's ``sweeps``; ibrobust.studies.expansion.dataset_sweeps)
 DATASETS = {**config["datasets"], **derived_datasets(config)}
 
 

@@ -1,8 +1,10 @@
 # Study FA (kind feature_averaging; package ibrobust.studies.feature_averaging): figures and
-# tables of binary vs k-class training on orthogonal clusters. The models, attacks and cosine
-# heatmaps come from the generic network rules; each PNG + PDF comes with the CSV it was
-# drawn from. Plot options reach the scripts through params, so changing them reruns only
-# these jobs.
+# tables of binary vs k-class training on orthogonal clusters. The models, attacks and
+# analyses come from the generic network rules; one job draws the cosine heatmaps and the
+# robust-accuracy curves and writes the summary, and the figures that exist only in some
+# studies (the lambda trajectories of decomposed nets, the scaling sweep) have a job each.
+# Each PNG + PDF comes with the CSV it was drawn from. Plot options reach the scripts through
+# params, so changing them reruns only these jobs.
 from ibrobust.studies import feature_averaging as _fa  # noqa: E402
 
 
@@ -30,31 +32,44 @@ rule fa_lambda_figure:
         "../workflow_scripts/fa_lambda_figure.py"
 
 
-rule fa_robust_figure:
+# figures, tables and the ledger: seconds of work each, so they run in the Snakemake
+# process's own machine even under --profile profiles/slurm (no sbatch per figure)
+localrules: fa_figures, fa_lambda_figure, fa_scaling_figure
+
+
+rule fa_figures:
     input:
-        lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "main"), "main", "robust_accuracy.csv"),
+        cosine=lambda w: files(w.study, first_seed_runs(w.study), "analysis/cosine.csv"),
+        curves=lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "main"), "main", "robust_accuracy.csv"),
+        attack=lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "main"), "main", "summary.json"),
+        analysis=lambda w: files(w.study, _runs(trained_runs(w.study)), "analysis/summary.json"),
+        decomposition=lambda w: files(w.study, _fa.decomposed_runs(config, w.study), "analysis/decomposition.json"),
     output:
-        png=report("results/{study}/figures/robust_accuracy_vs_radius.png", caption="../report/feature_averaging/robust_accuracy_vs_radius.rst", category="{study}", subcategory="figures"),
-        pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
-        csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
+        cosine_png=report("results/{study}/figures/cosine_heatmaps.png", caption="../report/analysis/cosine_heatmaps.rst", category="{study}", subcategory="figures"),
+        cosine_pdf="results/{study}/figures/cosine_heatmaps.pdf",
+        cosine_csv="results/{study}/figures/cosine_heatmaps.csv",
+        robust_png=report("results/{study}/figures/robust_accuracy_vs_radius.png", caption="../report/feature_averaging/robust_accuracy_vs_radius.rst", category="{study}", subcategory="figures"),
+        robust_pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
+        robust_csv="results/{study}/figures/robust_accuracy_vs_radius.csv",
+        summary_csv="results/{study}/figures/summary.csv",
+        summary_md="results/{study}/figures/summary.md",
     log:
-        "results/logs/figures/{study}/robust_accuracy_vs_radius.log",
+        "results/logs/figures/{study}/fa.log",
     params:
-        runs=lambda w: _fa.attack_runs(config, w.study, "main"),
+        cosine_runs=lambda w: first_seed_runs(w.study),
+        attack_runs=lambda w: _fa.attack_runs(config, w.study, "main"),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
+        analysis_runs=lambda w: _runs(trained_runs(w.study)),
+        decomposed_runs=lambda w: _fa.decomposed_runs(config, w.study),
         datasets=lambda w: {ds: dataset_config(ds) for ds in STUDIES[w.study]["datasets"]},
         model_kinds=model_kinds,
         model_labels=model_labels,
         plots=plot_params,
-        code=code("fa_robust_figure"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
+        code=code("fa_figures"),
     conda:
         "../envs/ibrobust.yaml"
     script:
-        "../workflow_scripts/fa_robust_figure.py"
+        "../workflow_scripts/fa_figures.py"
 
 
 rule fa_scaling_figure:
@@ -84,33 +99,6 @@ rule fa_scaling_figure:
         "../envs/ibrobust.yaml"
     script:
         "../workflow_scripts/fa_scaling_figure.py"
-
-
-rule fa_summary_table:
-    input:
-        attack=lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "main"), "main", "summary.json"),
-        analysis=lambda w: files(w.study, _runs(trained_runs(w.study)), "analysis/summary.json"),
-        decomposition=lambda w: files(w.study, _fa.decomposed_runs(config, w.study), "analysis/decomposition.json"),
-    output:
-        csv="results/{study}/figures/summary.csv",
-        md="results/{study}/figures/summary.md",
-    log:
-        "results/logs/figures/{study}/summary.log",
-    params:
-        attack_runs=lambda w: _fa.attack_runs(config, w.study, "main"),
-        readouts=lambda w: list(STUDIES[w.study]["readouts"]),
-        analysis_runs=lambda w: _runs(trained_runs(w.study)),
-        decomposed_runs=lambda w: _fa.decomposed_runs(config, w.study),
-        model_labels=model_labels,
-        code=code("fa_summary_table"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        "../envs/ibrobust.yaml"
-    script:
-        "../workflow_scripts/fa_summary_table.py"
 
 
 # Margin vs input gradient per test point (issue 11 section 2), part of the study's outputs

@@ -79,6 +79,11 @@ rule margin_robustness:
         "../workflow_scripts/margin_robustness.py"
 
 
+# figures, tables and the ledger: seconds of work each, so they run in the Snakemake
+# process's own machine even under --profile profiles/slurm (no sbatch per figure)
+localrules: margin_figure, margin_summary
+
+
 rule margin_figure:
     input:
         unpack(lambda w: _margin.figure_inputs(w.study, STUDIES[w.study], w.figure)),

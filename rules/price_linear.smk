@@ -1,18 +1,19 @@
 # Study PRICE-LIN (kind price_linear; package ibrobust.studies.price_linear): robust ERM with
 # steepest descent on linear models and GD on diagonal nets (Tsilivis et al. NeurIPS 2024,
-# Sec. 5.1). Jobs: the test set per regime, the training draws + exact l_inf margins per
-# (regime, n), one vectorised training job per (regime, n, algorithm) over every draw x eps
-# fraction, then figures and tables. Adding an n value or a regime adds only its own data and
-# training jobs (and reruns the figures). Regime (dataset) x n x algorithm (optimizer).
+# Sec. 5.1). Jobs: the test set per regime; one job per (regime, n) that draws the training
+# sets, computes their exact l_inf margins (LP) and runs every algorithm's vectorised robust
+# ERM over every draw x eps fraction (a few CPU-seconds each: one job rather than one per
+# algorithm saves an interpreter and torch's import per algorithm); then one job for the
+# study's figures and tables. Adding an n value or a regime adds only its own jobs (and reruns
+# the figures); changing one algorithm's settings reruns every (regime, n) job.
 from ibrobust.studies import price_linear as _price  # noqa: E402
 
 PRICE_STUDIES = studies_of("price_linear")
 PRICE_WILDCARDS = dict(
     dataset=alternatives({d for s in PRICE_STUDIES for d in STUDIES[s]["datasets"]}) or NO_MATCH,
-    optimizer=alternatives({o for s in PRICE_STUDIES for o in STUDIES[s]["optimizers"]}) or NO_MATCH,
     n=r"\d+",
-    gap="robust|clean",
 )
+PRICE_RUN = "results/{study}/{dataset}/n{n}"
 
 
 rule price_test_data:
@@ -39,14 +40,18 @@ rule price_test_data:
         "../workflow_scripts/price_test_data.py"
 
 
-rule price_train_data:
+rule price_train:
+    input:
+        test="results/{study}/{dataset}/data/test.npz",
     output:
-        data="results/{study}/{dataset}/data/n{n}.npz",
-        meta="results/{study}/{dataset}/data/n{n}.json",
+        data=f"{PRICE_RUN}/data.npz",
+        meta=f"{PRICE_RUN}/data.json",
+        metrics=f"{PRICE_RUN}/metrics.csv",
+        weights=f"{PRICE_RUN}/weights.npz",
     log:
-        "results/logs/price_train_data/{study}/{dataset}/n{n}.log",
+        "results/logs/price_train/{study}/{dataset}/n{n}.log",
     benchmark:
-        "results/benchmarks/price_train_data/{study}/{dataset}/n{n}.tsv"
+        "results/benchmarks/price_train/{study}/{dataset}/n{n}.tsv"
     wildcard_constraints:
         dataset=PRICE_WILDCARDS["dataset"],
         n=PRICE_WILDCARDS["n"],
@@ -55,37 +60,10 @@ rule price_train_data:
         seed=lambda w: _price.data(config, STUDIES[w.study], w.dataset)["seed"],
         draws=lambda w: _price.data(config, STUDIES[w.study], w.dataset)["draws"],
         n=lambda w: int(w.n),
-        code=code("price_train_data"),
-    threads: config["threads"]
-    resources:
-        mem_mb=2000,
-        runtime=20,
-    conda:
-        "../envs/ibrobust.yaml"
-    script:
-        "../workflow_scripts/price_train_data.py"
-
-
-rule price_train:
-    input:
-        train="results/{study}/{dataset}/data/n{n}.npz",
-        test="results/{study}/{dataset}/data/test.npz",
-    output:
-        metrics="results/{study}/{dataset}/{optimizer}/n{n}/metrics.csv",
-        weights="results/{study}/{dataset}/{optimizer}/n{n}/weights.npz",
-    log:
-        "results/logs/price_train/{study}/{dataset}/{optimizer}/n{n}.log",
-    benchmark:
-        "results/benchmarks/price_train/{study}/{dataset}/{optimizer}/n{n}.tsv"
-    wildcard_constraints:
-        dataset=PRICE_WILDCARDS["dataset"],
-        optimizer=PRICE_WILDCARDS["optimizer"],
-        n=PRICE_WILDCARDS["n"],
-    params:
-        optimizer=lambda w: _price.training(config, STUDIES[w.study], w.optimizer)["optimizer"],
-        stopping=lambda w: _price.training(config, STUDIES[w.study], w.optimizer)["stopping"],
-        eps_fractions=lambda w: _price.training(config, STUDIES[w.study], w.optimizer)["eps_fractions"],
-        code=lambda w: code("price_train", kind_module("optimizers", w.optimizer)),
+        optimizers=lambda w: _price.training(config, STUDIES[w.study])["optimizers"],
+        stopping=lambda w: _price.training(config, STUDIES[w.study])["stopping"],
+        eps_fractions=lambda w: _price.training(config, STUDIES[w.study])["eps_fractions"],
+        code=lambda w: code("price_train", *_price.optimizer_modules(config, STUDIES[w.study])),
     threads: config["threads"]
     resources:
         mem_mb=3000,
@@ -96,87 +74,38 @@ rule price_train:
         "../workflow_scripts/price_train.py"
 
 
-rule price_gap_figure:
-    input:
-        lambda w: _price.files(w.study, STUDIES[w.study], "metrics.csv"),
-    output:
-        png=report("results/{study}/figures/gap_vs_n.png", caption="../report/price_linear/gap_vs_n.rst", category="{study}", subcategory="figures"),
-        pdf="results/{study}/figures/gap_vs_n.pdf",
-        csv="results/{study}/figures/gap_vs_n.csv",
-    log:
-        "results/logs/figures/{study}/gap_vs_n.log",
-    params:
-        runs=lambda w: _price.runs(STUDIES[w.study]),
-        registry=lambda w: _price.registry(config, STUDIES[w.study]),
-        plots=plot_params,
-        code=lambda w: code("price_gap_figure", *_price.optimizer_modules(config, STUDIES[w.study])),
-    threads: config["threads"]
-    conda:
-        "../envs/ibrobust.yaml"
-    script:
-        "../workflow_scripts/price_gap_figure.py"
+# figures, tables and the ledger: seconds of work each, so they run in the Snakemake
+# process's own machine even under --profile profiles/slurm (no sbatch per figure)
+localrules: price_linear_figures
 
 
-rule price_gap_difference_figure:
-    input:
-        lambda w: _price.files(w.study, STUDIES[w.study], "metrics.csv"),
-    output:
-        png=report("results/{study}/figures/gap_difference_{gap}.png", caption="../report/price_linear/gap_difference.rst", category="{study}", subcategory="figures"),
-        pdf="results/{study}/figures/gap_difference_{gap}.pdf",
-        csv="results/{study}/figures/gap_difference_{gap}.csv",
-    log:
-        "results/logs/figures/{study}/gap_difference_{gap}.log",
-    wildcard_constraints:
-        gap=PRICE_WILDCARDS["gap"],
-    params:
-        runs=lambda w: _price.runs(STUDIES[w.study]),
-        registry=lambda w: _price.registry(config, STUDIES[w.study]),
-        gap=lambda w: f"{w.gap}_gap",
-        plots=plot_params,
-        code=lambda w: code("price_gap_difference_figure", *_price.optimizer_modules(config, STUDIES[w.study])),
-    threads: config["threads"]
-    conda:
-        "../envs/ibrobust.yaml"
-    script:
-        "../workflow_scripts/price_gap_difference_figure.py"
-
-
-rule price_cosine_figure:
-    input:
-        lambda w: _price.files(w.study, STUDIES[w.study], "weights.npz"),
-    output:
-        png=report("results/{study}/figures/solution_cosines.png", caption="../report/price_linear/solution_cosines.rst", category="{study}", subcategory="figures"),
-        pdf="results/{study}/figures/solution_cosines.pdf",
-        csv="results/{study}/figures/solution_cosines.csv",
-    log:
-        "results/logs/figures/{study}/solution_cosines.log",
-    params:
-        runs=lambda w: _price.runs(STUDIES[w.study]),
-        registry=lambda w: _price.registry(config, STUDIES[w.study]),
-        plots=plot_params,
-        code=lambda w: code("price_cosine_figure", *_price.optimizer_modules(config, STUDIES[w.study])),
-    threads: config["threads"]
-    conda:
-        "../envs/ibrobust.yaml"
-    script:
-        "../workflow_scripts/price_cosine_figure.py"
-
-
-rule price_summary_table:
+rule price_linear_figures:
     input:
         metrics=lambda w: _price.files(w.study, STUDIES[w.study], "metrics.csv"),
-        cosines="results/{study}/figures/solution_cosines.csv",
+        weights=lambda w: _price.files(w.study, STUDIES[w.study], "weights.npz"),
     output:
-        csv="results/{study}/figures/summary.csv",
-        md="results/{study}/figures/summary.md",
+        gap_png=report("results/{study}/figures/gap_vs_n.png", caption="../report/price_linear/gap_vs_n.rst", category="{study}", subcategory="figures"),
+        gap_pdf="results/{study}/figures/gap_vs_n.pdf",
+        gap_csv="results/{study}/figures/gap_vs_n.csv",
+        robust_png=report("results/{study}/figures/gap_difference_robust.png", caption="../report/price_linear/gap_difference.rst", category="{study}", subcategory="figures"),
+        robust_pdf="results/{study}/figures/gap_difference_robust.pdf",
+        robust_csv="results/{study}/figures/gap_difference_robust.csv",
+        clean_png=report("results/{study}/figures/gap_difference_clean.png", caption="../report/price_linear/gap_difference.rst", category="{study}", subcategory="figures"),
+        clean_pdf="results/{study}/figures/gap_difference_clean.pdf",
+        clean_csv="results/{study}/figures/gap_difference_clean.csv",
+        cosines_png=report("results/{study}/figures/solution_cosines.png", caption="../report/price_linear/solution_cosines.rst", category="{study}", subcategory="figures"),
+        cosines_pdf="results/{study}/figures/solution_cosines.pdf",
+        cosines_csv="results/{study}/figures/solution_cosines.csv",
+        summary_csv="results/{study}/figures/summary.csv",
+        summary_md="results/{study}/figures/summary.md",
     log:
-        "results/logs/figures/{study}/summary.log",
+        "results/logs/figures/{study}/price_linear.log",
     params:
         runs=lambda w: _price.runs(STUDIES[w.study]),
         registry=lambda w: _price.registry(config, STUDIES[w.study]),
-        code=lambda w: code("price_summary_table", *_price.optimizer_modules(config, STUDIES[w.study])),
-    threads: config["threads"]
+        plots=plot_params,
+        code=lambda w: code("price_linear_figures", *_price.optimizer_modules(config, STUDIES[w.study])),
     conda:
         "../envs/ibrobust.yaml"
     script:
-        "../workflow_scripts/price_summary_table.py"
+        "../workflow_scripts/price_linear_figures.py"

@@ -7,6 +7,11 @@
 from ibrobust.studies import price_nn as _price_nn  # noqa: E402
 
 
+# figures, tables and the ledger: seconds of work each, so they run in the Snakemake
+# process's own machine even under --profile profiles/slurm (no sbatch per figure)
+localrules: price_nn_figures
+
+
 rule price_nn_figures:
     input:
         history=lambda w: _price_nn.run_files(config, w.study, "history.csv"),

@@ -149,8 +149,13 @@ class Job:
         self._tracking += time.perf_counter() - t0
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        """End the run, then say how the job went. Tracking never fails a job: a run no
-        writer took within the timeout is spooled (and the log says so with a warning)."""
+        """End the run, then say how the job went. The script has written its outputs in
+        the block; on a clean exit SIGINT no longer interrupts the job, which sends its run's
+        end and waits for the writer's receipt (the collector answers once the run is on
+        disk, before it writes to the store: milliseconds), then logs ``done in`` and exits.
+        Tracking never fails a job nor costs its outputs: a run no writer took within the
+        timeout, or within :data:`_signals.RECEIPT_WAIT` s of a stop's SIGINT, is spooled (and
+        the log says so with a warning)."""
         elapsed = time.monotonic() - self._t0
         if exc is not None:
             self.log.error("failed after %.2f s: %s: %s", elapsed, exc_type.__name__, exc)
@@ -159,12 +164,13 @@ class Job:
             self.run.metrics({"job.seconds": elapsed})
         try:
             t0 = time.perf_counter()
-            spooled = self.run.end("FINISHED" if exc is None else "FAILED")
+            status = "FINISHED" if exc is None else "FAILED"
+            spooled = self.run.end(status, give_up=_signals.stop_waiting)
             self._tracking += time.perf_counter() - t0
             if spooled is not None:
                 self.log.warning(
                     "MLflow run not logged (%s); spooled to %s - replay it with "
-                    "python workflow_scripts/_tracking/replay.py",
+                    "ibrobust replay (or python workflow_scripts/_tracking/replay.py)",
                     self.run.problem,
                     spooled,
                 )
@@ -210,10 +216,11 @@ def end_process_now() -> None:
     and end the process with status 0 without the interpreter's teardown. After
     ``import torch`` that teardown costs about 0.4 s per job (measured: ``python -c "import
     torch"`` 1.63 s, with ``os._exit(0)`` after the import 1.20 s); every output is written
-    and the MLflow run closed before the block ends, so nothing is left to finalise. An
-    exception raised after the block has set ``sys.last_value`` by then: the process takes
-    the normal exit, with its non-zero status. (A script calling ``sys.exit`` after its
-    block would lose its status here; no workflow script does, and a test keeps it so.)"""
+    before the block ends and the MLflow run handed over (or spooled) as it ends, so
+    nothing is left to finalise. An exception raised after the block has set
+    ``sys.last_value`` by then: the process takes the normal exit, with its non-zero status.
+    (A script calling ``sys.exit`` after its block would lose its status here; no workflow
+    script does, and a test keeps it so.)"""
     if getattr(sys, "last_value", None) is not None:
         return
     logging.shutdown()

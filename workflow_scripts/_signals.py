@@ -1,7 +1,7 @@
 """Stopping a run: SIGINT or SIGTERM to the snakemake process alone stops its jobs.
 
 A terminal's Ctrl-C signals the whole foreground process group: every local job gets
-SIGINT and dies at once (``_job.Job`` closes its MLflow run FAILED, then
+SIGINT and dies at once (``_job.Job`` hands its MLflow run, FAILED, to the collector, then
 ``_lifecycle.end_interrupted_job``), and Snakemake, interrupted too, exits. A signal sent
 to the snakemake pid alone (``kill -INT PID``, a process supervisor, a batch system)
 reaches no job: Snakemake 9 then waits for the running jobs to finish, on SIGINT
@@ -22,7 +22,13 @@ signals take the Ctrl-C path for the jobs and Snakemake's own orderly exit for t
 Both steps run in a thread, not in the handler: the handler interrupts the main thread
 wherever it is, possibly holding the scheduler's (non-reentrant) lock. In a job,
 :func:`interrupt_once` makes a second SIGINT (the group's and the forwarded one, or
-Ctrl-C twice) harmless while the first one's run is being closed.
+Ctrl-C twice) harmless while the first one's run is being closed, and
+:func:`ignore_interrupts` keeps a job whose outputs are written from failing.
+
+The grace covers the job, not its tracking: a job hands its run to the workflow's
+collector, which answers once it has journaled the run and writes it to the store after the
+job has exited (``_tracking.collector``); a job that has no receipt :data:`RECEIPT_WAIT` s
+after the stop's SIGINT spools the run itself (:func:`stop_waiting`) and exits.
 
 Under a remote executor (``--profile profiles/slurm``) nothing is installed: Snakemake's
 own handling (SIGINT cancels the SLURM jobs with ``scancel``) stays as it is.
@@ -42,6 +48,7 @@ from typing import Any
 from _lifecycle import ENV_INVOCATION, flush_std_streams
 
 KILL_GRACE = 5.0  # s from a job's SIGINT to SIGKILL of what is left of it
+RECEIPT_WAIT = 1.0  # s a job told to stop still waits for its run's receipt, then spools it
 POLL = 0.2  # s between looks at the jobs while they end (a scan of /proc each)
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -66,7 +73,7 @@ def _processes() -> dict[int, tuple[int, int]]:
 def job_processes(root: int | None = None) -> list[int]:
     """The processes of the local jobs of the snakemake process ``root`` (default: this
     one): its children and all their descendants, except children that lead a session of
-    their own - the run's MLflow tracking server (``_server`` starts it so), which must
+    their own - the run's MLflow tracking server (``_tracking.server`` starts it so), which must
     stay up until the jobs' runs are closed and ``onerror`` stops it."""
     root = os.getpid() if root is None else root
     procs = _processes()
@@ -202,14 +209,22 @@ def die_on_interrupt() -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+_INTERRUPTED: list[float] = []  # in a job: when SIGINTs came that did not end it (monotonic)
+
+
+def _note_interrupt(signum: int, frame: Any) -> None:
+    _INTERRUPTED.append(time.monotonic())
+
+
 def interrupt_once() -> None:
     """In a job (``Job()``): the first SIGINT raises KeyboardInterrupt, so the job's block
-    ends and its run is closed FAILED; later ones are ignored, so a second SIGINT (a
+    ends and its run is closed FAILED; later ones are only noted, so a second SIGINT (a
     group's and the forwarded one, or Ctrl-C twice) cannot cut that closing short.
     ``_lifecycle.end_interrupted_job`` then ends the process by SIGINT."""
 
     def first(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, _note_interrupt)
+        _note_interrupt(signum, frame)
         raise KeyboardInterrupt
 
     if _in_job():
@@ -217,8 +232,16 @@ def interrupt_once() -> None:
 
 
 def ignore_interrupts() -> None:
-    """In a job whose block ended cleanly (every output written): SIGINT is ignored from
-    here on, so a stop that comes now lets the job end with status 0 and Snakemake marks
-    its outputs complete, rather than failing the job and removing them."""
+    """In a job whose block ended cleanly (every output written): SIGINT no longer
+    interrupts (it is only noted, for :func:`stop_waiting`), so a stop that comes now lets
+    the job end with status 0 and Snakemake marks its outputs complete, rather than failing
+    the job and removing them."""
     if _in_job():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, _note_interrupt)
+
+
+def stop_waiting() -> bool:
+    """In a job closing its run: whether a SIGINT came :data:`RECEIPT_WAIT` s ago or more.
+    The job then waits no longer for its writer's receipt and spools the run itself, so
+    tracking never holds it into the SIGKILL :data:`KILL_GRACE` s after that SIGINT."""
+    return bool(_INTERRUPTED) and time.monotonic() - _INTERRUPTED[0] >= RECEIPT_WAIT

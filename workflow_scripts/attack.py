@@ -4,9 +4,9 @@ every attack + worst case, under each of ``params.readouts`` (one table and summ
 from _job import Job
 
 from ibrobust.data.dataset import dataset_from_arrays
-from ibrobust.experiments.robustness import evaluate_robustness
 from ibrobust.io import load_npz, load_torch, save_csv, save_json
 from ibrobust.seeding import torch_generator
+from ibrobust.stages.robustness import evaluate_robustness
 
 p, out = snakemake.params, snakemake.output
 readouts = list(p.readouts)

@@ -5,12 +5,12 @@ them (trend.md, .csv)."""
 
 from _job import Job
 
-from ibrobust.claims.ledger import build_ledger, study_outputs
-from ibrobust.claims.render import ledger_html, ledger_markdown
-from ibrobust.claims.trend import trend_markdown, trends
-from ibrobust.config import Rung
 from ibrobust.io import atomic_path, save_csv
+from ibrobust.ledger.render import ledger_html, ledger_markdown
+from ibrobust.ledger.table import build_ledger, study_outputs
+from ibrobust.ledger.trend import trend_markdown, trends
 from ibrobust.plotting.claims import save_claims_figure
+from ibrobust.studies.expansion import Rung
 
 p = snakemake.params
 with Job(snakemake) as job:

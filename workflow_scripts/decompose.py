@@ -23,6 +23,7 @@ with Job(snakemake) as job:
         "supervision": snakemake.params.supervision,
         "basis": rows[-1]["basis"],
         "fa_index_final": trajectory[-1]["fa_index_mean"],
+        "other_class_ratio_final": trajectory[-1]["other_class_ratio_mean"],
         "residual_max": max(t["residual_max"] for t in trajectory),
         "trajectory": trajectory,
     }

@@ -4,8 +4,8 @@ key, and the fitted log-log slopes per line (scaling_summary)."""
 from _figures import gather_csv, save_outputs
 from _job import Job
 
-from ibrobust.experiments.tables import per_readout
 from ibrobust.io import atomic_path, save_csv
+from ibrobust.stages.tables import per_readout
 from ibrobust.studies.feature_averaging.plots import critical_radius_scaling
 from ibrobust.studies.feature_averaging.scaling import scaling_slopes, scaling_table
 

@@ -3,8 +3,8 @@
 from _job import Job
 
 from ibrobust.data.dataset import dataset_from_arrays
-from ibrobust.experiments.networks import fit
 from ibrobust.io import load_npz, save_csv, save_json, save_torch
+from ibrobust.stages.networks import fit
 from ibrobust.training.protocol import CURVE_KEYS
 
 p = snakemake.params

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
+from ibrobust.errors import reported_at
+
 if TYPE_CHECKING:  # the Snakefile reads this module: no torch at run time
     import numpy as np
     import torch
@@ -108,11 +110,12 @@ class Registry:
         return copy.deepcopy(prop.get(key, {}).get("default"))
 
     def check_entry(self, entry: Mapping, where: str) -> None:
-        """The kind's own value checks of a (default-filled) entry, when it declares them
-        (``x-kind: {check: true}``): ``module.check(entry, where)`` raises
-        ``ibrobust.config.ConfigError`` naming the key path."""
+        """The kind's own value checks of a (default-filled) entry at key path ``where``, when
+        it declares them (``x-kind: {check: true}``): ``module.check(entry, where)``, its
+        SettingError or ValueError raised as a ConfigError (``ibrobust.errors.reported_at``)."""
         if self.capabilities(entry["kind"]).get("check"):
-            self.load(entry["kind"]).check(entry, where)
+            with reported_at(where):
+                self.load(entry["kind"]).check(entry, where)
 
 
 def _a(word: str) -> str:

@@ -1,20 +1,28 @@
 """Study outputs for the ledger tests, in the exact shapes the workflow writes them.
 
-FA: the per-run rows of workflow_scripts/fa_summary_table.py (and the scaling CSV of
-fa_scaling_figure.py, the margin-gradient summary of fa_margin_gradient.py). FA-IMAGES:
-per-run ``robust_accuracy.csv`` tables (:func:`ibrobust.analysis.robustness.robust_accuracy_table`
-of hand-made correctness masks), gathered as images_robust_figure.py and
-images_summary_table.py gather them (``per_readout(gather_csv(...))``): the curves CSV, and
-:func:`ibrobust.studies.feature_averaging_images.tables.summary_table` of it. PRICE-LIN: per-run
-``metrics.csv`` tables (the columns of
-:func:`ibrobust.studies.price_linear.experiment.metrics_table`) gathered as price_gap_figure.py does
-(``gap_vs_n.csv``) and :func:`~ibrobust.studies.price_linear.tables.mean_over_draws` of
-them (``summary.csv``). PRELU: :func:`ibrobust.studies.prelu.tables.synthetic_summary` and
-:func:`ibrobust.studies.prelu.tables.table1`. PRICE-NN:
-:func:`ibrobust.studies.price_nn.tables.study_tables` of hand-made final rows. MARGIN:
-workflow_scripts/margin_summary.py's steps on hand-made per-run history, checkpoints and
-points tables (``summary.csv`` and ``points.csv``). Every number is set by the caller, so
-each test chooses the verdict it expects.
+FA: the summary rows of workflow_scripts/fa_figures.py (per run and readout: critical radii
+per attack, clean accuracy, fa_index, other_class_ratio, residual_max, the same-class cosine;
+2-class and reference rows repeated under each readout by ``per_readout``), the scaling CSV
+of fa_scaling_figure.py and the margin-gradient summary of fa_margin_gradient.py.
+FA-IMAGES: per-run ``robust_accuracy.csv`` tables
+(:func:`ibrobust.attacks.tables.robust_accuracy_table` of hand-made correctness masks),
+gathered as workflow_scripts/fa_images_figures.py gathers them
+(``per_readout(gather_csv(...))``): the curves CSV, and
+:func:`ibrobust.studies.feature_averaging_images.tables.summary_table` of it. PRICE-LIN: one
+``metrics.csv`` per (regime, n) job as workflow_scripts/price_train.py writes it (column
+``optimizer``, then ``algorithm``, then the columns of
+:func:`ibrobust.studies.price_linear.experiment.metrics_table`, ``converged`` and
+``margin_ratio`` among them), gathered as price_linear_figures.py gathers them
+(``gap_vs_n.csv``) and :func:`~ibrobust.studies.price_linear.tables.mean_over_draws` of them
+(``summary.csv``). PRELU: :func:`ibrobust.studies.prelu.tables.synthetic_summary` and
+:func:`ibrobust.studies.prelu.tables.table1`. PRICE-NN: ``cells.csv`` with the columns
+declared in :data:`ibrobust.studies.price_nn.claims.SOURCES` (one row per arch, n, eps and
+seed; ``gd_*`` / ``sd_*`` side by side). MARGIN: workflow_scripts/margin_summary.py's steps
+on hand-made per-run history, checkpoints and points tables (``summary.csv``,
+``points.csv``), plus the columns :mod:`ibrobust.studies.margin.claims` declares for the
+summary (``schedule``, ``kkt_residual``, ``homogeneity``, ``loss_rate_*``, ``norm_rate_*``)
+and ``schedules.csv``. Every number is set by the caller, so each test chooses the verdict
+it expects.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import copy
 import importlib.util
 import math
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -31,20 +39,19 @@ import numpy as np
 import pandas as pd
 import torch
 import yaml
+from config_helpers import validated
 
-from ibrobust.analysis.robustness import robust_accuracy_table
+from ibrobust.attacks.tables import robust_accuracy_table
 from ibrobust.claims.intervals import LEVEL
-from ibrobust.claims.ledger import build_ledger, study_outputs
-from ibrobust.config import load_schema, validate_config
-from ibrobust.experiments.tables import per_readout
+from ibrobust.config import load_schema
 from ibrobust.io import save_csv
+from ibrobust.ledger.table import build_ledger, study_outputs
+from ibrobust.stages.tables import per_readout
 from ibrobust.studies.feature_averaging_images.tables import summary_table
 from ibrobust.studies.margin import tables as mr
 from ibrobust.studies.prelu.tables import synthetic_summary, table1
 from ibrobust.studies.price_linear.algorithms import algorithm_of
-from ibrobust.studies.price_linear.experiment import METRICS
 from ibrobust.studies.price_linear.tables import mean_over_draws
-from ibrobust.studies.price_nn.tables import study_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 READOUTS = ("sum", "argmax", "log_odds")  # config.yaml's readouts of fa and fa_images
@@ -53,7 +60,7 @@ READOUTS = ("sum", "argmax", "log_odds")  # config.yaml's readouts of fa and fa_
 @cache
 def _validated() -> dict:
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
-    return validate_config(cfg, load_schema(ROOT / "schemas" / "config.schema.yaml"))
+    return validated(cfg, load_schema(ROOT / "schemas" / "config.schema.yaml"))
 
 
 def default_config(**studies_enabled: bool) -> dict:
@@ -90,7 +97,8 @@ def gathered(tables: Sequence[tuple[dict, pd.DataFrame]]) -> pd.DataFrame:
 # ---- the ledger of hand-made outputs -----------------------------------------------------------
 # Student t quantiles (tables): T_975_<df> for 95 % intervals, T_95_2 for a 90 % one
 T_975_1, T_975_2, T_975_3, T_975_6 = 12.7062047362, 4.30265272975, 3.18244630528, 2.44691185114
-T_975_5, T_975_15 = 2.57058183564, 2.13144954556
+T_975_4, T_975_5, T_975_7 = 2.77644510520, 2.57058183564, 2.36462425159
+T_975_11, T_975_15 = 2.20098516009, 2.13144954556
 T_95_2 = 2.91998558035
 
 
@@ -134,86 +142,69 @@ def one(df: pd.DataFrame, study: str, id_: str) -> pd.Series:
     return rows.iloc[0]
 
 
+def rows_by(df: pd.DataFrame, study: str, id_: str, part: int = -1, sep: str = ", ") -> dict:
+    """The ledger rows of claim ``id_`` keyed by one part of their setting (default: the
+    last, e.g. ``readout sum``)."""
+    rows = df.loc[(study, id_)]
+    return {s.split(sep)[part]: r for s, r in rows.iterrows()}
+
+
 # ---- Study FA ---------------------------------------------------------------------------------
 def fa_summary(
-    binary=(10.0, 10.5, 9.5),
-    multiclass=(17.0, 16.0, 18.0),
-    multiclass_margin=None,
+    binary=(9.0, 9.5, 8.5),
+    multiclass=(25.0, 26.0, 24.0),
     reference=(float("nan"),) * 3,
+    universal=(10.0, 10.0, 10.0),
+    clean=(1.0, 1.0, 1.0),
     fa_binary=(0.95, 0.97, 0.96),
-    fa_multi=(0.05, 0.1, 0.08),
+    other_class=(0.05, 0.06, 0.04),
+    fa_multi=(0.05, 0.06, 0.04),
     cosine_binary=(0.44, 0.45, 0.43),
     residual=1e-5,
     dataset="clusters_d1000",
     readouts=READOUTS,
 ) -> pd.DataFrame:
-    """Rows as fa_summary_table writes them: ``multiclass`` is the worst case of the k-class
-    nets; its PGD-margin radius (``multiclass_margin``, default = the worst case) and a
-    PGD-CE radius 1.5x larger; every row once per readout (the same numbers under each;
-    ``readouts=None``: no readout column, the summaries before readouts were a list)."""
-    rows = _fa_rows(binary, multiclass, multiclass_margin, reference, fa_binary, fa_multi,
-                    cosine_binary, residual, dataset)  # fmt: skip
-    if readouts is None:
-        return rows
-    return pd.concat([rows.assign(readout=ro) for ro in readouts], ignore_index=True)
-
-
-def _fa_rows(
-    binary, multiclass, multiclass_margin, reference, fa_binary, fa_multi, cosine_binary,
-    residual, dataset,
-) -> pd.DataFrame:  # fmt: skip
-    mm = multiclass if multiclass_margin is None else multiclass_margin
+    """Rows as workflow_scripts/fa_figures.py writes them (per seed: the 2-class net, the
+    k-class net under each readout, the robust reference). ``binary``: the 2-class net's
+    PGD-margin radius, ``universal`` its universal-direction radius (its worst case is the
+    smaller of the two); ``multiclass``: the k-class net's worst case (its PGD-margin radius;
+    PGD-CE 1.5x that, universal 5 more). The 2-class
+    and reference rows have no readout and are repeated under each (``per_readout``);
+    ``readouts=None``: no readout column (the summaries before readouts were a list). The
+    defaults are a study whose claims hold (hand-computed in tests/unit/test_claims.py)."""
     rows = []
-    for s, (rb, rm, rmm, rr) in enumerate(zip(binary, multiclass, mm, reference, strict=True)):
-        common = dict(dataset=dataset, optimizer="gd", seed=s)
+    for s, rb in enumerate(binary):
+        common = dict(dataset=dataset, optimizer="gd", seed=s, readout=None)
+        decomposed = dict(fa_index=fa_binary[s], other_class_ratio=other_class[s],
+                          residual_max=residual)  # fmt: skip
         rows.append(
-            dict(
-                common,
-                model="two_layer_m5",
-                setting="binary",
-                clean_acc=1.0,
-                **{
-                    "critical_radius.pgd_margin": rb,
-                    "critical_radius.universal": rb + 3,
-                    "critical_radius.worst": rb,
-                },
-                fa_index=fa_binary[s],
-                residual_max=residual,
-                cosine_same_class_mean=cosine_binary[s],
-            )
-        )
+            dict(common, model="two_layer_m5", setting="binary", clean_acc=clean[s],
+                 **{"critical_radius.pgd_margin": rb, "critical_radius.universal": universal[s],
+                    "critical_radius.worst": min(rb, universal[s])},
+                 **decomposed, cosine_same_class_mean=cosine_binary[s])
+        )  # fmt: skip
+        for ro in readouts or [None]:
+            rows.append(
+                dict(common, model="two_layer_m5", setting="multiclass", readout=ro,
+                     clean_acc=1.0,
+                     **{"critical_radius.pgd_margin": multiclass[s],
+                        "critical_radius.pgd_ce": 1.5 * multiclass[s],
+                        "critical_radius.universal": multiclass[s] + 5,
+                        "critical_radius.worst": multiclass[s]},
+                     fa_index=fa_multi[s], other_class_ratio=0.5, residual_max=residual,
+                     cosine_same_class_mean=0.2)
+            )  # fmt: skip
+        ref = reference[s]
         rows.append(
-            dict(
-                common,
-                model="two_layer_m5",
-                setting="multiclass",
-                clean_acc=1.0,
-                **{
-                    "critical_radius.pgd_margin": rmm,
-                    "critical_radius.pgd_ce": 1.5 * rmm,
-                    "critical_radius.universal": rmm + 5,
-                    "critical_radius.worst": min(rm, rmm),
-                },
-                fa_index=fa_multi[s],
-                residual_max=residual,
-                cosine_same_class_mean=0.2,
-            )
-        )
-        rows.append(
-            dict(
-                common,
-                model="robust_reference",
-                optimizer="handbuilt",
-                setting="robust reference",
-                clean_acc=1.0,
-                **{
-                    "critical_radius.pgd_margin": rr,
-                    "critical_radius.universal": rr,
-                    "critical_radius.worst": rr,
-                },
-            )
-        )
-    return pd.DataFrame(rows)
+            dict(common, model="robust_reference", optimizer="handbuilt",
+                 setting="robust reference", clean_acc=1.0,
+                 **{"critical_radius.pgd_margin": ref, "critical_radius.universal": ref,
+                    "critical_radius.worst": ref})
+        )  # fmt: skip
+    df = pd.DataFrame(rows)
+    if readouts is None:
+        return df.drop(columns="readout")
+    return per_readout(df, list(readouts))
 
 
 def fa_scaling(
@@ -260,9 +251,10 @@ def fa_scaling(
     return pd.DataFrame(rows)
 
 
-def fa_margin_gradient(binary=(12.0, 12.5, 11.5), reference=(24.0, 24.0, 24.0)) -> pd.DataFrame:
+def fa_margin_gradient(binary=(12.0, 12.5, 11.5), reference=(13.4, 14.0, 12.9)) -> pd.DataFrame:
     """Rows as workflow_scripts/fa_margin_gradient.py writes them (summarize per net, readout
-    and seed), with the given median first-order distances (gradient norm 1)."""
+    and seed), with the given median first-order distances (gradient norm 1). The default
+    reference / 2-class ratios (1.117, 1.12, 1.122) sit on the theory's sqrt(k/8) = 1.118."""
     rows = []
     for seed, (fb, fr) in enumerate(zip(binary, reference, strict=True)):
         for label, model, fo, readouts in (
@@ -345,173 +337,244 @@ def images_outputs(
 
 # ---- Study PRICE-LIN ---------------------------------------------------------------------------
 PRICE_DATASETS = ("teacher_w512_x512", "teacher_w4_x512", "teacher_w512_x4", "teacher_w4_x4")
-PRICE_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 0.9, 0.99)
-Gap = Callable[[str, str, float, int, int], float]  # (dataset, optimizer, fraction, n, draw)
+REGIME = {  # config.yaml's datasets by sparsity regime (ibrobust.studies.price_linear.claims)
+    "dense/dense": "teacher_w512_x512",
+    "sparse w*": "teacher_w4_x512",
+    "sparse x": "teacher_w512_x4",
+    "sparse/sparse": "teacher_w4_x4",
+}
+PRICE_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 0.9, 0.99)  # config.yaml's eps grid
+PRICE_OPTIMIZERS = ("lin_gd", "lin_cd", "lin_sd", "diag_gd")
+Value = Callable[[str, str, float, int, int], float]  # (dataset, optimizer, fraction, n, draw)
 
 
 def price_outputs(
-    gap: Gap,
-    optimizers: Sequence[str] = ("lin_gd", "lin_cd", "lin_sd", "diag_gd"),
+    gap: Value,
+    clean: Value | None = None,
+    converged: Callable[[str, str, float, int, int], bool] | None = None,
+    margin: Value | None = None,
+    optimizers: Sequence[str] = PRICE_OPTIMIZERS,
     n_values: Sequence[int] = (16, 32, 64),
     draws: Sequence[int] = (0, 1, 2, 3),
+    fractions: Sequence[float] = PRICE_FRACTIONS,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(summary.csv, gap_vs_n.csv) of a study whose robust gap (train - test robust accuracy)
-    of each problem is ``gap(dataset, optimizer, eps_fraction, n, draw)``: one metrics.csv
-    per (dataset, optimizer, n) job with a row per (draw, eps fraction), the columns of
-    metrics_table, gathered as price_gap_figure.py and price_summary_table.py gather them."""
-    optimizer_cfg = default_config()["optimizers"]
+    """(summary.csv, gap_vs_n.csv) of a study in which problem (dataset, optimizer, eps
+    fraction, n, draw) has robust gap ``gap(...)`` (train - test robust accuracy), clean gap
+    ``clean(...)`` (default 0.1), reached the stopping loss when ``converged(...)`` (default
+    always) and has normalised margin ``margin(...)`` (default 0.5). One metrics.csv per
+    (dataset, n) job, a row per (optimizer, draw, eps fraction), as price_train.py writes
+    it; gathered with the job's wildcards as price_linear_figures.py gathers them."""
+    cfg = default_config()["optimizers"]
     tables = []
     for ds in PRICE_DATASETS:
-        for o in optimizers:
-            for n in n_values:
-                rows = []
+        for n in n_values:
+            rows = []
+            for o in optimizers:
                 for draw in draws:
-                    for f in PRICE_FRACTIONS:
-                        g = gap(ds, o, f, n, draw)
-                        tr, te = 0.5 + g / 2, 0.5 - g / 2  # in [0, 1] for |gap| <= 1
-                        rows.append(_price_row(draw, f, tr, te))
-                table = pd.DataFrame(rows)
-                table.insert(0, "algorithm", algorithm_of(optimizer_cfg[o]))
-                tables.append((dict(dataset=ds, optimizer=o, n=n), table))
+                    for f in fractions:
+                        key = (ds, o, f, n, draw)
+                        row = dict(optimizer=o, algorithm=algorithm_of(cfg[o]))
+                        row.update(_price_row(draw, f, gap(*key),
+                                              0.1 if clean is None else clean(*key),
+                                              True if converged is None else converged(*key),
+                                              0.5 if margin is None else margin(*key)))  # fmt: skip
+                        rows.append(row)
+            tables.append((dict(dataset=ds, n=n), pd.DataFrame(rows)))
     problems = gathered(tables)
     return mean_over_draws(problems), problems
 
 
-def _price_row(draw: int, fraction: float, train: float, test: float) -> dict:
-    row = dict(draw=draw, eps_fraction=fraction, gamma=0.1, eps=0.1 * fraction)
-    row.update(dict.fromkeys(METRICS, 0.0))
-    row.update(train_robust_acc=train, test_robust_acc=test, robust_gap=train - test, c=1.0)
-    row.update(train_clean_acc=1.0, test_clean_acc=0.9, clean_gap=0.1, iters=100.0)
-    return row
+def _price_row(draw: int, f: float, gap: float, clean: float, conv: bool, margin: float) -> dict:
+    """One problem's row, the columns of metrics_table in its order."""
+    tr, te = 0.5 + gap / 2, 0.5 - gap / 2  # in [0, 1] for |gap| <= 1
+    return dict(
+        draw=draw, eps_fraction=f, gamma=0.1, eps=0.1 * f,
+        train_robust_acc=tr, test_robust_acc=te, train_clean_acc=1.0, test_clean_acc=1.0 - clean,
+        robust_gap=tr - te, clean_gap=clean, l1_norm=1.0, l2_norm=1.0, margin_ratio=margin,
+        iters=100.0 if conv else 5000.0, converged=conv, diverged=False,
+        log10_loss=-4.5 if conv else -2.0, c=1.0,
+    )  # fmt: skip
 
 
-def constant_gaps(gaps: Mapping[str, float]) -> Gap:
-    """Every problem of optimizer o has robust gap ``gaps[o]``."""
-    return lambda ds, o, f, n, draw: gaps[o]
+def edge_outputs(edge: Value, **kw) -> dict:
+    """Both PRICE-LIN outputs of a study whose GD robust gap exceeds every other
+    optimizer's by ``edge(dataset, "lin_gd", fraction, n, draw)``; every gap also moves with
+    the draw by 0.05 x draw (the draw's training set), which pairing by draw removes."""
+
+    def gap(ds, o, f, n, draw):
+        common = 0.02 + 0.05 * draw
+        return common + (edge(ds, o, f, n, draw) if o == "lin_gd" else 0.0)
+
+    summary, problems = price_outputs(gap, **kw)
+    return {PRICE: summary, PRICE_PROBLEMS: problems}
+
+
+PRICE = ("price_linear", "figures/summary.csv")
+PRICE_PROBLEMS = ("price_linear", "figures/gap_vs_n.csv")
 
 
 # ---- Study PRELU ---------------------------------------------------------------------------------
 PRELU_MODELS = {f"prelu_p{p}": {"kind": "prelu", "p": p} for p in (1, 2, 3, 4)}
+PRELU_GRID = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5)  # config.yaml
 
 
 def prelu_summary(
-    radius: dict[int, tuple[float, ...]],
-    frac_single: dict[int, float],
-    dist: dict[int, tuple[float, float]],
+    radius: Mapping[int, Sequence[float]],
+    frac_single: Mapping[int, float],
+    dist: Mapping[int, tuple[float, float]],
     alpha: float = 0.1,
+    below: Mapping[int, Sequence[float]] | None = None,
 ) -> pd.DataFrame:
-    """synthetic_summary for the given critical radii per p and seed (a worst-case curve
-    that falls linearly from 1 at radius 0 to 0 at twice the critical radius)."""
+    """synthetic_summary of one run per p and seed with the given critical radii. The
+    worst-case curve falls linearly from 1 at radius 0 to 0 at twice the critical radius;
+    for a p in ``below`` it is instead below[p][seed] on (0, 0.8] (so robust accuracy at
+    0.9 sqrt(2)/2 = 0.636, interpolated between 0.6 and 0.7, is exactly that) and half that
+    beyond."""
     ds = f"prelu_clusters@alpha={alpha:g}"
     attack, analysis, train = [], [], []
-    grid = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5])
+    grid = np.array(PRELU_GRID)
     for p, radii in radius.items():
         for seed, r in enumerate(radii):
-            keys = dict(
-                dataset=ds,
-                model=f"prelu_p{p}",
-                optimizer="sgd_prelu",
-                supervision="binary",
-                seed=seed,
-            )
-            acc = np.clip(1 - grid / (2 * r), 0, 1)
-            curve = {str(e): float(a) for e, a in zip(grid, acc, strict=True)}
-            attack.append(
-                dict(
-                    keys,
-                    robust_acc={"worst": curve},
-                    critical_radius={"worst": r},
-                    clean_acc=1.0,
-                    n_points=1000,
-                )
-            )
+            keys = dict(dataset=ds, model=f"prelu_p{p}", optimizer="sgd_prelu",
+                        supervision="binary", seed=seed)  # fmt: skip
+            if below is not None and p in below:
+                a = below[p][seed]
+                acc = np.where(grid == 0, 1.0, np.where(grid <= 0.8, a, a / 2))
+            else:
+                acc = np.clip(1 - grid / (2 * r), 0, 1)
+            curve = {str(e): float(v) for e, v in zip(grid, acc, strict=True)}
+            attack.append(dict(keys, robust_acc={"worst": curve}, critical_radius={"worst": r},
+                               clean_acc=1.0, n_points=1000))  # fmt: skip
             fs = frac_single[p]
-            analysis.append(
-                dict(
-                    keys,
-                    n_active=20,
-                    frac_single=fs,
-                    frac_average=1 - fs,
-                    mean_best_cos=0.9,
-                    dist_F=dist[p][0],
-                    dist_Fp=dist[p][1],
-                )
-            )
+            analysis.append(dict(keys, n_active=20, frac_single=fs, frac_average=1 - fs,
+                                 mean_best_cos=0.9, dist_F=dist[p][0], dist_Fp=dist[p][1]))  # fmt: skip
             train.append(dict(keys, **{"train.acc": 1.0, "test.binary_acc": 1.0}))
     labels = {"alphas": {ds: alpha}, "models": PRELU_MODELS, "k": 10}
     return synthetic_summary(attack, analysis, train, labels)
 
 
-def prelu_table1(acc: dict[int, float | tuple[float, ...]], n_points: int = 1000) -> pd.DataFrame:
+def prelu_table1(
+    acc: Mapping[int, float | tuple[float, ...]],
+    n_points: int = 1000,
+    parity: Mapping[int, float | tuple[float, ...]] | None = None,
+) -> pd.DataFrame:
     """table1 of 10-class nets whose worst-case accuracy at every Table-1 radius > 0 is
-    acc[p] (one seed) or acc[p][s] (seed s), on ``n_points`` attacked points."""
+    acc[p] (one seed) or acc[p][s] (seed s), on ``n_points`` attacked points; with
+    ``parity``, 2-class nets of the same p (their accuracies likewise) too."""
     train, attack = [], []
     grids = {"linf": [0.0, 0.05, 0.1], "l2": [0.0, 1.0, 2.0], "l1": [0.0, 5.0, 10.0]}
-    for p, a in acc.items():
-        per_seed = a if isinstance(a, tuple) else (a,)
-        keys = dict(
-            dataset="mnist_parity_full",
-            model=f"prelu_mnist_p{p}",
-            optimizer="adam_prelu",
-            supervision="multiclass",
-        )
-        for seed, v in enumerate(per_seed):
-            train.append(dict(keys, seed=seed, **{"test.fine_acc": 0.98}))
-            for norm, radii in grids.items():
-                curve = {str(e): (0.98 if e == 0 else v) for e in radii}
-                attack.append(
-                    dict(
-                        keys,
-                        seed=seed,
-                        grid=norm,
-                        robust_acc={"worst": curve, "apgdce": curve},
-                        n_points=n_points,
-                    )
-                )
-    models = {f"prelu_mnist_p{p}": {"kind": "prelu", "p": p} for p in acc}
+    tasks = [("multiclass", acc)] + ([("binary", parity)] if parity is not None else [])
+    for sup, accs in tasks:
+        for p, a in accs.items():
+            per_seed = a if isinstance(a, tuple) else (a,)
+            keys = dict(dataset="mnist_parity_full", model=f"prelu_mnist_p{p}",
+                        optimizer="adam_prelu", supervision=sup)  # fmt: skip
+            for seed, v in enumerate(per_seed):
+                train.append(dict(keys, seed=seed, **{"test.fine_acc": 0.98,
+                                                      "test.binary_acc": 0.99}))  # fmt: skip
+                for norm, radii in grids.items():
+                    curve = {str(e): (0.98 if e == 0 else v) for e in radii}
+                    attack.append(dict(keys, seed=seed, grid=norm, n_points=n_points,
+                                       robust_acc={"worst": curve, "apgdce": curve}))  # fmt: skip
+    ps = {*acc, *(parity or {})}
+    models = {f"prelu_mnist_p{p}": {"kind": "prelu", "p": p} for p in ps}
     return table1(attack, train, {"models": models})
 
 
+PRELU = ("prelu", "figures/summary.csv")
+TABLE1 = ("prelu", "figures/table1.csv")
+
+
 # ---- Study PRICE-NN ------------------------------------------------------------------------------
-def price_nn_summary(
-    fc_robust: Mapping[float, Sequence[float]],
-    fc_clean: Sequence[float],
+NN_FIELDS = ("robust_test", "clean_test", "robust_train", "robust_test_best", "late_increase")
+Cell = tuple[str, int, float]  # (arch, n, eps)
+
+
+def price_nn_cells(
+    fc_robust: Mapping[float, Sequence[float]] | None = None,
+    fc_clean: Sequence[float] = (0.0, 0.0, 0.0),
     cnn: Mapping[tuple[int, float], Sequence[float]] | None = None,
-    unfitted: Sequence[tuple[int, float]] = (),
+    cnn_clean: Mapping[int, Sequence[float]] | None = None,
+    unfitted: Collection[tuple[str, int, float, int]] = (),
+    overfit: Mapping[str, Sequence[float]] | None = None,
+    late: Mapping[str, Sequence[float]] | None = None,
 ) -> pd.DataFrame:
-    """study_tables(final)["differences"] (summary.csv) of final rows whose SD - GD robust
-    test accuracy (points) of the FC net at eps > 0 is ``fc_robust[eps][seed]``, whose SD - GD
-    clean accuracy at eps 0 is ``fc_clean[seed]`` and whose CNN GD - SD robust accuracy of
-    cell (n, eps) is ``cnn[(n, eps)][seed]``; the CNN GD runs of the ``unfitted`` cells do
-    not fit their training set (robust train accuracy 0.5)."""
-    rows = []
+    """cells.csv (the columns of :data:`ibrobust.studies.price_nn.claims.SOURCES`): one row
+    per (arch, n, eps, seed), GD's and SD's numbers side by side. Both algorithms start at
+    robust test accuracy 0.5 and clean test accuracy 0.9 (robust = clean at eps 0); the
+    leading algorithm is ahead by the given accuracy points:
 
-    def add(arch, eps, n, seed, lead, trail, diff, metric, fit=1.0):
-        base = dict(arch=arch, eps=eps, n=n, seed=seed, robust_test_acc_train_pgd=0.5,
-                    robust_test_acc_worst=0.5, test_acc=0.9, robust_train_acc_train_pgd=1.0,
-                    robust_train_err=0.0, fitted=True, epochs=10, reached_stop_loss=True,
-                    epochs_to_threshold=10, final_loss=1e-3, robust_test_acc_best=0.5,
-                    best_epoch=10)  # fmt: skip
-        rows.append(dict(base, algorithm=trail))
-        ahead = dict(base, algorithm=lead, robust_train_acc_train_pgd=fit,
-                     robust_train_err=1.0 - fit, fitted=fit >= 1.0, reached_stop_loss=fit >= 1.0)  # fmt: skip
-        ahead[metric] = base[metric] + diff / 100
-        rows.append(ahead)
+    * ``fc_robust[eps][seed]``: SD - GD robust test accuracy of the FC net (n = 100) at eps;
+    * ``fc_clean[seed]``: SD - GD clean test accuracy of the FC net under ERM (eps 0);
+    * ``cnn[(n, eps)][seed]``: GD - SD robust test accuracy of the CNN cell (eps > 0);
+    * ``cnn_clean[n][seed]``: GD - SD clean test accuracy of the CNN at n under ERM;
+    * ``unfitted``: the (arch, n, eps, seed) whose GD run did not fit (robust train 0.5);
+    * ``overfit[alg][seed]``: the FC net's best minus final robust test accuracy (points)
+      under robust ERM (default 0);
+    * ``late[alg][seed]``: the CNN's late train-loss increase fraction, in the largest (n,
+      eps) cell only (default 0.1; NaN elsewhere).
+    """
+    rows = {}
 
-    for eps, per_seed in fc_robust.items():
-        for seed, v in enumerate(per_seed):
-            add("fc", eps, 100, seed, "sd", "gd", v, "robust_test_acc_worst")
-    for seed, v in enumerate(fc_clean):
-        add("fc", 0.0, 100, seed, "sd", "gd", v, "test_acc")
+    def row(arch, n, eps, seed) -> dict:
+        key = (arch, n, eps, seed)
+        if key not in rows:
+            base = dict(arch=arch, n=n, eps=eps, seed=seed)
+            for a in ("gd", "sd"):
+                base.update({f"{a}_robust_test": 0.5 if eps > 0 else 0.9, f"{a}_clean_test": 0.9,
+                             f"{a}_robust_train": 1.0, f"{a}_robust_test_best": math.nan,
+                             f"{a}_late_increase": math.nan})  # fmt: skip
+            rows[key] = base
+        return rows[key]
+
+    def lead(r, first, field, points):
+        r[f"{first}_{field}"] = r[f"{first}_{field}"] + points / 100
+        if r["eps"] == 0 and field == "clean_test":
+            r[f"{first}_robust_test"] = r[f"{first}_clean_test"]
+
+    for eps, per_seed in (fc_robust or {}).items():
+        for s, v in enumerate(per_seed):
+            lead(row("fc", 100, eps, s), "sd", "robust_test", v)
+    for s, v in enumerate(fc_clean):
+        lead(row("fc", 100, 0.0, s), "sd", "clean_test", v)
     for (n, eps), per_seed in (cnn or {}).items():
-        for seed, v in enumerate(per_seed):
-            fit = 0.5 if (n, eps) in unfitted else 1.0
-            add("cnn", eps, n, seed, "gd", "sd", v, "robust_test_acc_worst", fit)
-    return study_tables(pd.DataFrame(rows))["differences"]
+        for s, v in enumerate(per_seed):
+            lead(row("cnn", n, eps, s), "gd", "robust_test", v)
+    for n, per_seed in (cnn_clean or {}).items():
+        for s, v in enumerate(per_seed):
+            lead(row("cnn", n, 0.0, s), "gd", "clean_test", v)
+    for (arch, n, eps, seed), r in rows.items():
+        for a in ("gd", "sd"):
+            if arch == "fc" and eps > 0:
+                extra = (overfit or {}).get(a, [0.0] * (seed + 1))[seed]
+                r[f"{a}_robust_test_best"] = r[f"{a}_robust_test"] + extra / 100
+        r["gd_robust_train"] = 0.5 if (arch, n, eps, seed) in unfitted else 1.0
+    cnn_cells = [k for k in rows if k[0] == "cnn" and k[2] > 0]
+    if cnn_cells:
+        top = max(k[1] for k in cnn_cells), max(k[2] for k in cnn_cells)
+        for (arch, n, eps, seed), r in rows.items():
+            if arch == "cnn" and (n, eps) == top:
+                for a in ("gd", "sd"):
+                    r[f"{a}_late_increase"] = (late or {}).get(a, [0.1] * (seed + 1))[seed]
+    df = pd.DataFrame(list(rows.values()))
+    for a in ("gd", "sd"):
+        df[f"{a}_fitted"] = (df[f"{a}_robust_train"] >= 1.0).astype(float)
+        df[f"{a}_epochs"] = 10.0
+    cols = ["arch", "n", "eps", "seed"]
+    cols += [f"{a}_{f}" for a in ("gd", "sd") for f in NN_FIELDS]
+    cols += [f"{a}_{f}" for f in ("fitted", "epochs") for a in ("gd", "sd")]
+    return df[cols].sort_values(["arch", "n", "eps", "seed"]).reset_index(drop=True)
+
+
+PRICE_NN = ("price_nn", "figures/cells.csv")
 
 
 # ---- Study MARGIN --------------------------------------------------------------------------------
 MARGIN_CHECKPOINTS = (("model-1", 2), ("final", 5))  # (name, epoch) of each checkpoint
+LOSS_BASED, CONSTANT = "loss_based", "constant"  # the runs' schedules (margin/claims.py)
+# columns the claims read beyond margin_summary.py's (NaN where a run does not compute them)
+MARGIN_EXTRA = ("kkt_residual", "homogeneity", "loss_rate_slope", "loss_rate_theory",
+                "norm_rate_slope", "norm_rate_theory")  # fmt: skip
 
 
 def margin_points(
@@ -548,40 +611,60 @@ def margin_points(
     return pd.concat(frames, ignore_index=True)
 
 
-def margin_history(
-    log10_loss_end: float = -310.0, margin_growth: float = 3.0, smoothed_dip: float = 0.0
+def history_table(
+    epochs: Sequence[int],
+    log10_loss: Sequence[float],
+    normalized: Sequence[float],
+    smoothed: Sequence[float],
+    checkpoints: Sequence[tuple[str, int]] = MARGIN_CHECKPOINTS,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(history.csv, checkpoints.csv) of one run: epochs 0..5, fit from epoch 2, the
-    normalized margin growing ``margin_growth``-fold from the first checkpoint to the last,
-    the smoothed margin dipping by ``smoothed_dip`` once (epoch 4)."""
-    epochs = np.arange(6)
-    nm = np.array([-1.0, -0.1, 1e-3, 1.5e-3, 2e-3, 1e-3 * margin_growth])
-    sm = np.array([-1.0, -0.5, 1e-3, 1.5e-3, 1.5e-3 - smoothed_dip, 3e-3])
+    """(history.csv, checkpoints.csv) of one run, as margin_train.py writes them: one
+    history row per logged epoch (train accuracy 1 once the smoothed margin is positive)."""
+    sm = np.asarray(smoothed, dtype=float)
     hist = pd.DataFrame(
         {
-            "epoch": epochs,
-            "train_acc": [0.5, 0.9, 1.0, 1.0, 1.0, 1.0],
-            "test_acc": [0.5, 0.85, 0.9, 0.9, 0.9, 0.9],
-            "log10_train_loss": np.linspace(0.0, log10_loss_end, 6),
-            "q_min": nm,
-            "rho": np.ones(6),
-            "normalized_margin": nm,
+            "epoch": np.asarray(epochs),
+            "train_acc": np.where(sm > 0, 1.0, 0.5),
+            "test_acc": np.where(sm > 0, 0.9, 0.5),
+            "log10_train_loss": np.asarray(log10_loss, dtype=float),
+            "q_min": np.asarray(normalized, dtype=float),
+            "rho": np.ones(len(sm)),
+            "normalized_margin": np.asarray(normalized, dtype=float),
             "smoothed_normalized_margin": sm,
-            "alpha": np.full(6, 2.0),
-            "log10_eta": np.zeros(6),
+            "alpha": np.full(len(sm), 2.0),
+            "log10_eta": np.zeros(len(sm)),
         }
     )
-    cks = pd.DataFrame([dict(name=n, epoch=e) for n, e in MARGIN_CHECKPOINTS])
-    return hist, cks
+    return hist, pd.DataFrame([dict(name=n, epoch=e) for n, e in checkpoints])
 
 
-def margin_outputs(
-    runs: Mapping[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]], radii: Mapping
+def margin_history(
+    log10_loss_end: float = -310.0,
+    margin_growth: float = 3.0,
+    smoothed_dip: float = 0.0,
+    smoothed: Sequence[float] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(history.csv, checkpoints.csv) of one run: epochs 0..5, fit from epoch 2, log10 L
+    falling linearly to ``log10_loss_end`` (so the two checkpoints, epochs 2 and 5, sit at
+    0.4 and 1 x it: log10(-log10 L) 0.398 apart), the normalized margin growing
+    ``margin_growth``-fold from the first checkpoint to the last (a log-log slope of
+    log10(growth) / log10(2.5)), the smoothed margin dipping by ``smoothed_dip`` once (epoch
+    4) unless given whole (``smoothed``)."""
+    nm = [-1.0, -0.1, 1e-3, 1.5e-3, 2e-3, 1e-3 * margin_growth]
+    sm = [-1.0, -0.5, 1e-3, 1.5e-3, 1.5e-3 - smoothed_dip, 3e-3] if smoothed is None else smoothed
+    return history_table(range(6), np.linspace(0.0, log10_loss_end, 6), nm, sm)
+
+
+def margin_outputs(runs: Mapping[str, tuple], radii: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary.csv, points.csv) as workflow_scripts/margin_summary.py writes them from each
-    run's (history, checkpoints, points) tables; ``radii``: the study's robustness radii."""
+    run's (history, checkpoints, points) tables, plus the columns the claims declare:
+    ``schedule`` (default loss_based) and :data:`MARGIN_EXTRA` (NaN unless given). A run's
+    tuple may end with a dict of those values (a scalar for the run, or a list with one
+    value per checkpoint). ``radii``: the study's robustness radii."""
     tables, all_points = {}, []
-    for run, (hist, cks, pts) in runs.items():
+    for run, (hist, cks, pts, *rest) in runs.items():
+        extra = {"schedule": LOSS_BASED, **dict.fromkeys(MARGIN_EXTRA, math.nan)}
+        extra.update(rest[0] if rest else {})
         sep, cc = mr.separation(hist), mr.certificate_check(pts)
         all_points.append(pts.assign(run=run))
         rob = mr.robust_at(pts, radii)
@@ -594,5 +677,15 @@ def margin_outputs(
             **{f"cert_{a}": b for a, b in cc.items()},
             min_log10_loss=float(hist["log10_train_loss"].min()),
             all_finite=float(mr.all_finite(hist)),
+            **extra,
         )
     return mr.summary_table(tables), pd.concat(all_points, ignore_index=True)
+
+
+def margin_schedules(pairs: Mapping[str, tuple[float, float]], epochs: int = 200) -> pd.DataFrame:
+    """schedules.csv (the columns of margin/claims.py SOURCES["schedules"]): per seed's run,
+    log10 L of its (loss-based, constant-step) runs at the constant run's last epoch."""
+    return pd.DataFrame(
+        [dict(run=run, epochs=epochs, log10_loss_constant=c, log10_loss_loss_based=lb)
+         for run, (lb, c) in pairs.items()]
+    )  # fmt: skip

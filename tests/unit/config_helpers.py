@@ -13,6 +13,15 @@ def merged(base: dict, overlay: dict) -> dict:
     return out
 
 
+def validated(cfg: dict, schema: dict) -> dict:
+    """What the workflow plans from (rules/common.smk): ``cfg`` validated with defaults filled,
+    then the studies' scale-ladder rungs added."""
+    from ibrobust.config import validate_config
+    from ibrobust.studies.expansion import expand_scale
+
+    return expand_scale(validate_config(cfg, schema), schema)
+
+
 def bad_cases(rows):
     """pytest params (overlay, key, fragment) from rows (id, overlay, key, fragment)."""
     import pytest
@@ -21,12 +30,13 @@ def bad_cases(rows):
 
 
 def assert_rejected(cfg: dict, schema: dict, key: str, fragment: str) -> None:
-    """validate_config refuses ``cfg`` with a message naming ``key`` and saying ``fragment``."""
+    """The validation or the expansion (:func:`validated`) refuses ``cfg`` with a message
+    naming ``key`` and saying ``fragment``."""
     import pytest
 
-    from ibrobust.config import ConfigError, validate_config
+    from ibrobust.config import ConfigError
 
     with pytest.raises(ConfigError) as err:
-        validate_config(cfg, schema)
+        validated(cfg, schema)
     msg = str(err.value)
     assert f"config key {key}" in msg and fragment in msg, msg

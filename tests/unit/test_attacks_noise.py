@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from ibrobust.attacks.noise import unit_noise
+from ibrobust.attacks.policy import attack_applies, attack_norm
 from ibrobust.attacks.suite import AttackContext, evaluate_attacks, parse_attack
-from ibrobust.config import attack_applies, attack_norm
 
 
 class Linear(torch.nn.Module):

@@ -50,10 +50,10 @@ from ibrobust.attacks.suite import (
 from ibrobust.attacks.tasks import get_task
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.data.dataset import dataset_from_arrays
-from ibrobust.experiments.robustness import evaluate_robustness
 from ibrobust.models.readout import READOUTS, with_readout
 from ibrobust.models.two_layer import TwoLayerFixed
 from ibrobust.seeding import torch_generator
+from ibrobust.stages.robustness import evaluate_robustness
 
 torch.set_num_threads(1)
 

@@ -1,13 +1,15 @@
 """The ledger's renderings: markdown, CSV, HTML and the README excerpt carry each claim's
-interval, its units and the verdict's reason; the CSV reads back as written (censored rows'
-infinite upper ends included); the figure draws one row per claim that ran; and the
-interval level of the config reaches every verdict."""
+interval, its units, the verdict's reason, its fragility, its source and quote, its rule and
+the rule's derivation; "not applicable" is counted apart from "not run" and rendered as such;
+the CSV reads back as written (censored rows' infinite upper ends and the fragile column
+included); the figure draws one row per judged claim (leaving not-applicable and not-run
+ones out); and the interval level of the config reaches every verdict. The HTML page is
+parsed with the standard library's html.parser."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pandas as pd
@@ -24,25 +26,47 @@ from claims_fixtures import (
 )
 from matplotlib.text import Annotation
 
-from ibrobust.claims.core import HOLDS, INCONCLUSIVE, NOT_RUN, VERDICTS, StudyContext
-from ibrobust.claims.ledger import COLUMNS, StudyOutputs, build_ledger, ledger_inputs, study_outputs
-from ibrobust.claims.render import ledger_html, ledger_markdown, read_ledger, readme_excerpt
+from ibrobust import cli
+from ibrobust.claims.core import (
+    HOLDS,
+    INCONCLUSIVE,
+    JUDGED,
+    NOT_APPLICABLE,
+    NOT_RUN,
+    VERDICTS,
+    StudyContext,
+    SummaryError,
+)
+from ibrobust.ledger.render import (
+    HEADERS,
+    full_table_name,
+    ledger_html,
+    ledger_markdown,
+    read_ledger,
+    readme_excerpt,
+)
+from ibrobust.ledger.table import COLUMNS, StudyOutputs, build_ledger, ledger_inputs, study_outputs
 from ibrobust.plotting.claims import claims_figure, row_limits, save_claims_figure
+from ibrobust.plotting.colors import VERDICT_COLORS
 
 FA = ("fa", "figures/summary.csv")
 FA_SCALING = ("fa", "figures/critical_radius_scaling.csv")
-# k-class radii (9, 13, 11) over 2-class radii 10: ratios 1.1 +- 0.497, inconclusive; the
-# reference net off the grid on seed 0 only: censored, inconclusive; slopes -0.4 and -0.6
+# k-class radii (9, 13, 11) over 2-class radii 10: ratios 1.1 +- 0.497, inconclusive under
+# every readout; the reference net off the grid on seed 0 only: censored, inconclusive; the
+# span residual not applicable (config.yaml's GD trains in the Gram space); the margin-
+# gradient claim not run (its file is absent); most others hold, some of them fragile
 MIXED = dict(
     binary=(10.0, 10.0, 10.0), multiclass=(9.0, 13.0, 11.0), reference=(math.nan, 2.0, 2.0)
 )
+SPAN_NA = "optimizer 'gd' trains in the span of the inputs by construction"
 
 
 def mixed_ledger(tmp_path: Path) -> pd.DataFrame:
     """The default config's ledger, in declaration order, on an FA study with inconclusive,
-    censored and holding rows, every other study not run."""
+    censored, holding, fragile and not-applicable rows, every other study not run (or, for
+    PRICE-LIN's limit claims, not applicable)."""
     write(tmp_path, *FA, fa_summary(**MIXED))
-    write(tmp_path, *FA_SCALING, fa_scaling(slope=(-0.45, -0.55)))  # -0.5 +- 0.116
+    write(tmp_path, *FA_SCALING, fa_scaling(slope=(-0.48, -0.52)))  # -0.5 +- 0.023
     return build_ledger(study_outputs(default_config(), tmp_path))
 
 
@@ -50,7 +74,8 @@ def row_of(df: pd.DataFrame, id_: str) -> pd.Series:
     return df[df.id == id_].iloc[0]
 
 
-def test_markdown_carries_interval_units_and_reason(tmp_path):
+# ---- markdown ------------------------------------------------------------------------------------
+def test_markdown_carries_interval_units_reason_and_source(tmp_path):
     table = mixed_ledger(tmp_path)
     assert list(table.columns) == COLUMNS
     md = ledger_markdown(table)
@@ -59,6 +84,7 @@ def test_markdown_carries_interval_units_and_reason(tmp_path):
     assert f"{len(table)} claims: " + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS) in md
     assert counts[INCONCLUSIVE] == 3 + 1 and counts[HOLDS] >= 1 and counts[NOT_RUN] >= 1
     assert "Ours = mean [95 % interval] (the units it stands on)" in md
+    assert "| id | setting | claim | source | paper | ours | verdict |" in md
     # mean [interval] (units) | verdict: reason
     kclass = (
         "| 1.100 [0.603, 1.597] (3 seeds x 1000 points) | **inconclusive**: interval "
@@ -68,14 +94,34 @@ def test_markdown_carries_interval_units_and_reason(tmp_path):
     assert md.count(kclass) == 3  # one row per readout
     # censored: a lower bound with no upper end
     assert "| >= 0.379 [-0.981, inf] (3 seeds x 1000 points) | **inconclusive**: interval " in md
-    # the pooled slope's units are the (k, seed) pairs, not seeds (half-width t(5) 0.05 / sqrt 5)
-    assert "| -0.500 [-0.557, -0.443] (8 (k, seed) pairs) | **holds** |" in md
-    assert "not run: study disabled (enabled: false)" in md
-    assert "holds: the 95 % interval of ratio >= 1.5; holds weaker: >= 1" in md
-    # how each interval is computed, per claim
+    # the pooled slope's units are the (k, seed) pairs, not seeds (half-width t(5) 0.02 / sqrt 5)
+    assert "| -0.500 [-0.523, -0.477] (8 (k, seed) pairs) | **holds** |" in md
+    assert "| - | not run: study disabled (enabled: false) |" in md
+    # the source cell: document, place and the quote
+    src = row_of(table, "fa.universal_radius")
+    assert f'| {src.source}: "{src.quote}" |' in md.replace("\\|", "|")
+    # a fragile verdict says so and why: other_class (0.05, 0.06, 0.04) holds on
+    # [0.025, 0.075]; without the first seed (0.06, 0.04) = 0.05 +- 0.127 straddles 0.1
+    assert "| **holds** (fragile): without the 1st of 3 seeds: holds weaker;" in md
+
+
+def test_markdown_lists_each_claims_source_rule_and_derivation(tmp_path):
+    table = mixed_ledger(tmp_path)
+    md = ledger_markdown(table)
+    assert "## Each claim's source, rule and measurement" in md
+    r = row_of(table, "fa.binary_radius")
+    assert f'- `fa.binary_radius` ({r.source}; scope: {r.scope}). Quote: "{r.quote}"' in md
+    assert f"  - Rule: {r.rule}." in md and f"  - Derivation: {r.derivation}" in md
     assert "Interval: t over seeds, censored above." in md
     assert "Interval: t of the pooled OLS slope, an intercept per group." in md
-    assert md.count("- `fa.kclass_over_binary`: ") == 1
+    # a claim whose rule differs by setting lists each rule with its settings: the k-class
+    # ratio's three readouts (one entry per rule, not the first readout's for all)
+    kclass = table[table.id == "fa.kclass_over_binary"]
+    assert md.count("- `fa.kclass_over_binary` (") == 3
+    for _, k in kclass.iterrows():
+        assert f"  - Rule (for {k.setting}): {k.rule}." in md
+        assert f"  - Derivation: {k.derivation}" in md
+    assert md.count("- `fa.binary_radius` (") == 1  # one rule: one entry, no settings
 
 
 def test_markdown_escapes_pipes_and_line_breaks(tmp_path):
@@ -86,16 +132,44 @@ def test_markdown_escapes_pipes_and_line_breaks(tmp_path):
     assert "a \\| b c" in md and md.count("\n| `") == len(table)
 
 
-def test_html_carries_the_same_cells(tmp_path):
+# ---- not applicable ------------------------------------------------------------------------------
+def test_not_applicable_is_counted_apart_from_not_run_and_rendered(tmp_path):
     table = mixed_ledger(tmp_path)
+    counts = table.verdict.value_counts()
+    # FA's span residual, PRICE-LIN's two limit claims (price_linear stops at 1e-4)
+    na = table[table.verdict == NOT_APPLICABLE]
+    assert set(zip(na.study, na.id, strict=True)) == {
+        ("fa", "fa.span_residual"),
+        ("price_linear", "price.limit_is_min_l1_cd"),
+        ("price_linear", "price.limit_is_min_l1_diag_gd"),
+    }
+    assert (
+        counts[NOT_APPLICABLE] == 3
+        and counts[NOT_RUN] == len(table) - 3 - table.verdict.isin(JUDGED).sum()
+    )
+    md = ledger_markdown(table)
+    assert f"{counts[NOT_APPLICABLE]} not applicable, {counts[NOT_RUN]} not run." in md
+    assert f"| - | not applicable: {SPAN_NA}" in md
     html = ledger_html(table)
-    assert html.count("<tr") == len(table) + 1 and "study disabled" in html
-    assert "1.100 [0.603, 1.597] (3 seeds x 1000 points)" in html
-    assert "inconclusive: interval [0.603, 1.6] straddles the weak threshold 1" in html
-    assert "&gt;= 0.379 [-0.981, inf]" in html and "**" not in html
-    assert "Ours = mean [95 % interval] (units)" in html
+    assert f"{counts[NOT_APPLICABLE]} not applicable</span>" in html
+    assert f"{counts[NOT_RUN]} not run</span>" in html
+    page = parse(html)
+    span = [r for r in page.rows if r.cells[1].text.startswith("fa.span_residual")]
+    assert len(span) == 1 and span[0].verdict_color == VERDICT_COLORS[NOT_APPLICABLE]
+    assert span[0].cells[6].text == NOT_APPLICABLE and span[0].cells[7].text.startswith(SPAN_NA)
+    assert span[0].cells[5].text == "-"  # no number
+    # the figure leaves it out (and says how many it left out)
+    ran = table[table.verdict.isin(JUDGED)]
+    fig = claims_figure(table)
+    assert len(fig.axes) == len(ran)
+    assert not any(ax.texts[0].get_text().startswith("fa.span_residual\n") for ax in fig.axes)
+    assert fig._suptitle.get_text() == (
+        f"Claims ledger: {len(ran)} claims judged, {len(table) - len(ran)} not run or not "
+        "applicable"
+    )
 
 
+# ---- CSV and the README excerpt -----------------------------------------------------------------
 def test_csv_round_trips_through_read_ledger(tmp_path):
     table = mixed_ledger(tmp_path)
     table.to_csv(tmp_path / "claims.csv", index=False)
@@ -105,11 +179,25 @@ def test_csv_round_trips_through_read_ledger(tmp_path):
     pd.testing.assert_frame_equal(back, table, check_dtype=False)
     ref = row_of(back, "fa.reference_radius")
     assert ref.ci_hi == math.inf and ref.lower_bound and ref.strong_hi == math.inf
+    assert set(back.fragile.map(repr)) == {"True", "False", "''"}  # as written, not strings
     not_run = back[back.verdict == NOT_RUN]
     assert not_run.ci_lo.isna().all() and (not_run.ci_method == "").all()
     assert (not_run.n == 0).all() and (not_run.points == 0).all()
-    with pytest.raises(Exception, match="missing columns \\['ci_lo'"):
-        table.drop(columns="ci_lo").to_csv(tmp_path / "old.csv", index=False)
+
+
+def test_an_older_ledger_reads_with_its_missing_columns_empty(tmp_path):
+    """376045f's ledger had no citations or fragility, 27a2974's no intervals either: the
+    columns a ledger lacks read as empty; the key columns and the verdict it must have."""
+    table = pd.DataFrame(
+        [dict.fromkeys(COLUMNS, "") | dict(study="fa", id="fa.x", setting="s", verdict=HOLDS,
+                                           ours_mean=1.0, ci_lo=0.5, ci_hi=1.5, level=0.95)]
+    )  # fmt: skip
+    table.drop(columns=["ci_lo", "source", "fragile"]).to_csv(tmp_path / "old.csv", index=False)
+    old = read_ledger(tmp_path / "old.csv")
+    assert list(old.columns) == COLUMNS and old.ci_lo.isna().all() and old.ci_hi[0] == 1.5
+    assert (old.source == "").all() and (old.fragile == "").all() and not old.lower_bound[0]
+    table.drop(columns="verdict").to_csv(tmp_path / "old.csv", index=False)
+    with pytest.raises(SummaryError, match=r"old.csv: not a ledger, missing columns \['verdict'"):
         read_ledger(tmp_path / "old.csv")
 
 
@@ -121,12 +209,13 @@ def test_readme_excerpt_from_the_csv(tmp_path):
     lines = excerpt.splitlines()
     assert lines[0] == "| claim | setting | paper | ours | verdict |"
     rows = [x for x in lines if x.startswith("| `")]
-    assert len(rows) == 5 and not any("not run" in r for r in rows)  # ran claims first
+    assert len(rows) == 5 and not any("not run" in r for r in rows)  # judged claims first
     assert rows[0].startswith("| `fa.binary_radius` |")
     assert "| 1.000 [1.000, 1.000] (3 seeds x 1000 points) | holds |" in rows[0]
     longer = readme_excerpt(back, max_rows=20)
     assert "| 1.100 [0.603, 1.597] (3 seeds x 1000 points) | inconclusive |" in longer
-    assert f"({len(table)} claims in all" in excerpt
+    assert "| holds (fragile) |" in longer
+    assert f"({len(table)} claims in all" in excerpt and "3 not applicable" in excerpt
     assert "full table in `results/claims/claims.md`" in excerpt
     assert "`results/claims/all/claims.md`" in readme_excerpt(
         back, full="results/claims/all/claims.md"
@@ -142,49 +231,218 @@ def read_ledger_of(tmp_path: Path, cfg: dict) -> pd.DataFrame:
     return read_ledger(tmp_path / "claims.csv")
 
 
-def _excerpt_script():
-    path = Path(__file__).resolve().parents[2] / "workflow_scripts" / "claims_readme_excerpt.py"
-    spec = importlib.util.spec_from_file_location("claims_readme_excerpt", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_readme_excerpt_script_splices_between_the_markers(tmp_path, monkeypatch):
+def test_readme_excerpt_command_splices_between_the_markers(tmp_path, capsys):
     mixed_ledger(tmp_path).to_csv(tmp_path / "claims.csv", index=False)
     readme = tmp_path / "README.md"
     readme.write_text(
         "# t\n<!-- claims-excerpt:start -->\nOLD TEXT\n<!-- claims-excerpt:end -->\nrest\n"
     )
-    script = _excerpt_script()
-    args = ["x", str(tmp_path / "claims.csv"), "--rows", "3", "--readme", str(readme)]
-    monkeypatch.setattr(sys, "argv", args)
-    script.main()
+    args = ["claims", "excerpt", str(tmp_path / "claims.csv"), "--rows", "3"]
+    assert cli.main([*args, "--readme", str(readme)]) == 0
     text = readme.read_text()
     assert "OLD TEXT" not in text and text.endswith("<!-- claims-excerpt:end -->\nrest\n")
     assert text.count("\n| `") == 3 and "[1.000, 1.000] (3 seeds x 1000 points)" in text
     assert f"full table in `{(tmp_path / 'claims.md').as_posix()}`" in text  # the csv's .md
+    capsys.readouterr()
+    assert cli.main(args) == 0  # without --readme: printed
+    assert capsys.readouterr().out in text
     readme.write_text("no markers\n")
-    with pytest.raises(SystemExit, match="claims-excerpt:start"):
-        script.main()
+    assert cli.main([*args, "--readme", str(readme)]) == 1
+    assert "README.md: needs the lines <!-- claims-excerpt:start -->" in capsys.readouterr().err
+    assert readme.read_text() == "no markers\n"
+
+
+def test_the_excerpt_names_the_full_table_from_results_on():
+    assert full_table_name("/x/results/claims/all/claims.csv") == "results/claims/all/claims.md"
+    assert full_table_name("docs/ledger/current.csv") == "docs/ledger/current.md"
+
+
+# ---- the HTML page -------------------------------------------------------------------------------
+VOID = {"meta", "br", "hr", "img", "input", "link", "col", "area", "base", "source", "wbr"}
+
+
+class Cell:
+    def __init__(self, attrs: dict):
+        self.attrs, self.parts = attrs, []
+
+    @property
+    def text(self) -> str:
+        """The text of the cell and its elements, whitespace collapsed (one space between
+        elements)."""
+        return " ".join(" ".join(self.parts).split())
+
+
+class Row:
+    def __init__(self):
+        self.cells: list[Cell] = []
+
+    @property
+    def verdict_color(self) -> str:
+        (cell,) = [c for c in self.cells if "verdict" in c.attrs.get("class", "").split()]
+        return cell.attrs["style"].removeprefix("background: ")
+
+
+class Page(HTMLParser):
+    """The structure of the ledger page: doctype, balanced tags, the header cells, the body
+    rows and their cells (attributes, unescaped text), the chips and the scripts."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.decl, self.stack, self.errors = "", [], []
+        self.headers, self.rows, self.chips, self.scripts = [], [], [], []
+        self._cell = self._chip = self._script = None
+        self._in_body = False
+
+    def handle_decl(self, decl):
+        self.decl = decl
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: v or "" for k, v in attrs}
+        if tag not in VOID:
+            self.stack.append(tag)
+        if tag == "tbody":
+            self._in_body = True
+        elif tag == "tr" and self._in_body:
+            self.rows.append(Row())
+        elif tag == "td" and self._in_body:
+            self._cell = Cell(a)
+            self.rows[-1].cells.append(self._cell)
+        elif tag == "th":
+            self._cell = Cell(a)
+            self.headers.append(self._cell)
+        elif tag == "span" and "chip" in a.get("class", "").split():
+            self._chip = Cell(a)
+            self.chips.append(self._chip)
+        elif tag == "script":
+            self._script = Cell(a)
+            self.scripts.append(self._script)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+        else:
+            self.stack.pop()
+        if tag in ("td", "th"):
+            self._cell = None
+        elif tag == "span":
+            self._chip = None
+        elif tag == "script":
+            self._script = None
+        elif tag == "tbody":
+            self._in_body = False
+
+    def handle_data(self, data):
+        for part in (self._cell, self._chip, self._script):
+            if part is not None:
+                part.parts.append(data)
+
+
+def parse(html: str) -> Page:
+    page = Page()
+    page.feed(html)
+    page.close()
+    return page
+
+
+def test_html_is_valid_with_one_row_per_claim_in_the_verdict_colours(tmp_path):
+    table = mixed_ledger(tmp_path)
+    html = ledger_html(table)
+    page = parse(html)
+    assert page.decl.lower() == "doctype html"
+    assert page.errors == [] and page.stack == []  # every tag closed, in order
+    assert html.count("<tr") == len(table) + 1  # the header row and one per claim
+    assert len(page.rows) == len(table)
+    assert [h.text.replace(" ▴▾", "") for h in page.headers] == list(HEADERS)
+    assert [h.attrs["data-col"] for h in page.headers] == [str(i) for i in range(len(HEADERS))]
+    for row, (_, r) in zip(page.rows, table.iterrows(), strict=True):
+        assert len(row.cells) == len(HEADERS)
+        study, cid, claim, source, paper, ours, verdict, why, rule = row.cells
+        assert study.text == r.study and cid.text == f"{r.id} {r.setting}".strip()
+        assert claim.text == " ".join(r.claim.split())
+        assert row.verdict_color == VERDICT_COLORS[r.verdict]
+        assert verdict.text.startswith(r.verdict) and verdict.attrs["data-sort"] == str(
+            VERDICTS.index(r.verdict)
+        )
+        # the source, its quote (between curly quotes) and scope
+        assert source.text == " ".join(f"{r.source} “{r.quote}” scope: {r.scope}".split())
+        assert paper.text == " ".join(r.paper.split())
+        # the rule, then the derivation (in a details element) and what was measured
+        assert rule.text == " ".join(
+            f"{r.rule} derivation {r.derivation} measured: {r.measure}".split()
+        )
+        if r.verdict not in JUDGED:
+            assert ours.text == "-" and ours.attrs["data-sort"] == ""
+            assert why.text == " ".join(str(r.reason).split())
+        else:
+            assert float(ours.attrs["data-sort"]) == pytest.approx(r.ours_mean)
+    # the counts, one chip per verdict in the verdict's colour
+    counts = table.verdict.value_counts()
+    chips = {c.text.split(" ", 1)[1]: c for c in page.chips}
+    assert list(chips) == list(VERDICTS)
+    for v, chip in chips.items():
+        assert chip.text == f"{counts.get(v, 0)} {v}"
+        assert chip.attrs["style"] == f"background: {VERDICT_COLORS[v]}"
+    assert "Ours = mean [95 % interval] (the units it stands on)" in html
+    assert not any(f"**{v}**" in html for v in VERDICTS)  # markdown's bold verdicts stay there
+
+
+def test_html_marks_fragile_verdicts_and_carries_the_cells(tmp_path):
+    table = mixed_ledger(tmp_path)
+    html = ledger_html(table)
+    page = parse(html)
+    by_id = {r.cells[1].text.split(" ", 1)[0]: r for r in page.rows}
+    assert "1.100 [0.603, 1.597] (3 seeds x 1000 points)" in html
+    assert "interval [0.603, 1.6] straddles the weak threshold 1" in html
+    assert "&gt;= 0.379 [-0.981, inf]" in html and "study disabled" in html
+    fragile = by_id["fa.other_class_small"]
+    assert fragile.cells[6].text == "holds fragile"
+    assert fragile.cells[7].text.startswith("without the 1st of 3 seeds: holds weaker")
+    assert by_id["fa.binary_radius"].cells[6].text == "holds"  # (1, 1, 1): not fragile
+    n_fragile = int(table.fragile.map(lambda v: v is True).sum())
+    assert (
+        f"({n_fragile} fragile: the verdict changes when one seed, draw or run is left out)" in html
+    )
+
+
+def test_html_autoescapes_the_ledgers_text(tmp_path):
+    table = mixed_ledger(tmp_path)
+    evil = '<script>alert("x")</script> & <b>bold</b>'
+    table.loc[0, "claim"] = evil
+    table.loc[0, "quote"] = 'a "quote" <i>'
+    html = ledger_html(table)
+    assert evil not in html and "<b>bold</b>" not in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;" in html
+    page = parse(html)
+    assert page.errors == [] and page.stack == []
+    assert len(page.scripts) == 1  # the sort script alone
+    assert page.rows[0].cells[2].text == " ".join(evil.split())  # shown as text
+    assert '“a "quote" <i>”' in page.rows[0].cells[3].text
+
+
+def test_html_has_its_sort_script(tmp_path):
+    page = parse(ledger_html(mixed_ledger(tmp_path)))
+    (script,) = page.scripts
+    code = "".join(script.parts)
+    assert 'document.querySelectorAll("#ledger th")' in code
+    assert 'addEventListener("click"' in code and "td.dataset.sort" in code
+    assert "localeCompare" in code and "parseFloat" in code
+    assert "http" not in code and "src" not in script.attrs  # no network
 
 
 # ---- the figure --------------------------------------------------------------------------------
-def test_figure_draws_one_row_per_claim_that_ran(tmp_path):
+def test_figure_draws_one_row_per_judged_claim(tmp_path):
     table = mixed_ledger(tmp_path)
     # one seed: an inconclusive row with no interval at all
     single = fa_summary(binary=(10.0,), multiclass=(20.0,), reference=(math.nan,),
-                        fa_binary=(0.9,), fa_multi=(0.1,), cosine_binary=(0.44,))  # fmt: skip
+                        universal=(10.0,), clean=(1.0,), fa_binary=(0.9,), other_class=(0.1,),
+                        fa_multi=(0.1,), cosine_binary=(0.44,))  # fmt: skip
     one_seed = ledger(tmp_path / "one", default_config(), {FA: single}).reset_index()
     one_seed = one_seed[one_seed.id == "fa.averaging_index"]
     assert one_seed.verdict.tolist() == [INCONCLUSIVE] and one_seed.ci_lo.isna().all()
     table = pd.concat([table, one_seed], ignore_index=True)
-    ran = table[table.verdict != NOT_RUN].reset_index(drop=True)
+    ran = table[table.verdict.isin(JUDGED)].reset_index(drop=True)
     fig = claims_figure(table)
     assert len(fig.axes) == len(ran)
-    assert fig._suptitle.get_text() == (
-        f"Claims ledger: {len(ran)} claims ran, {len(table) - len(ran)} not run"
-    )
 
     def texts(ax):  # the row's label and its verdict (an arrow is an annotation)
         return [t.get_text() for t in ax.texts if not isinstance(t, Annotation)]
@@ -193,17 +451,19 @@ def test_figure_draws_one_row_per_claim_that_ran(tmp_path):
     by_id = {}
     for ax, (_, r) in zip(fig.axes, ran.iterrows(), strict=True):
         by_id.setdefault(r.id, (ax, r))
-        assert texts(ax)[1].startswith(f"{r.verdict} (n=")
+        assert texts(ax)[1].startswith(f"{r.verdict}{', fragile' if r.fragile is True else ''} (n=")
     ax, r = by_id["fa.reference_radius"]  # censored: a bar and an arrow to the axis' end
     assert any(isinstance(t, Annotation) for t in ax.texts) and len(ax.lines) == 2
     assert texts(ax)[1] == "inconclusive (n=3 seeds x 1000 pts)"
     ax = fig.axes[-1]  # the one-seed row, last: no interval, the mean alone
     assert texts(ax)[0].startswith("fa.averaging_index\n")
     assert len(ax.lines) == 1 and texts(ax)[1] == "inconclusive (n=1 seeds)"
-    ax, r = by_id["fa.binary_radius"]  # an interval: its bar and the mean
+    ax, r = by_id["fa.binary_radius"]  # an interval: its bar and the mean, filled
     assert len(ax.lines) == 2 and not any(isinstance(t, Annotation) for t in ax.texts)
-    ax, r = by_id["fa.span_residual"]  # 1e-5 against 1e-3 and 1e-2: three decades
-    assert ax.get_xscale() == "log"
+    assert ax.lines[1].get_markerfacecolor() == ax.lines[1].get_color()
+    ax, r = by_id["fa.other_class_small"]  # fragile: a hollow marker
+    assert texts(ax)[1].startswith("holds, fragile (n=")
+    assert ax.lines[1].get_markerfacecolor() == "white"
     assert by_id["fa.kclass_over_binary"][0].get_xscale() == "linear"
     png, pdf = tmp_path / "claims.png", tmp_path / "claims.pdf"
     save_claims_figure(table, str(png), str(pdf))
@@ -213,11 +473,13 @@ def test_figure_draws_one_row_per_claim_that_ran(tmp_path):
 def test_figure_of_the_csv_and_of_a_ledger_where_nothing_ran(tmp_path):
     mixed_ledger(tmp_path).to_csv(tmp_path / "claims.csv", index=False)
     back = read_ledger(tmp_path / "claims.csv")
-    assert len(claims_figure(back).axes) == (back.verdict != NOT_RUN).sum()
+    assert len(claims_figure(back).axes) == back.verdict.isin(JUDGED).sum()
     off = read_ledger_of(tmp_path / "off", default_config(fa=False))
     fig = claims_figure(off)
     assert len(fig.axes) == 1 and not fig.axes[0].axison
-    assert fig._suptitle.get_text() == f"Claims ledger: 0 claims ran, {len(off)} not run"
+    assert fig._suptitle.get_text() == (
+        f"Claims ledger: 0 claims judged, {len(off)} not run or not applicable"
+    )
     save_claims_figure(off, str(tmp_path / "off.png"), str(tmp_path / "off.pdf"))
     assert (tmp_path / "off.png").stat().st_size > 0
 
@@ -237,11 +499,12 @@ def test_row_limits_pad_the_interval_and_thresholds():
 # ---- the interval level ----------------------------------------------------------------------
 def test_the_level_reaches_intervals_rules_and_header(tmp_path):
     df = ledger(tmp_path, default_config(), {FA: fa_summary(**MIXED)}, level=0.9).reset_index()
-    row = row_of(df, "fa.kclass_over_binary")
+    row = df[df.setting.str.endswith("readout sum") & (df.id == "fa.kclass_over_binary")].iloc[0]
     assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((0.9, 1.3, 1.1), T_95_2))
     assert row.verdict == INCONCLUSIVE  # [0.763, 1.437] still straddles 1
-    assert row.rule.startswith("holds: the 90 % interval of ratio >= 1.5")
+    assert row.rule.startswith("holds: the 90 % interval of ratio within [1, 1.29]")
     assert "Ours = mean [90 % interval]" in ledger_markdown(df)
+    assert "Ours = mean [90 % interval]" in ledger_html(df)
     wide = ledger(tmp_path, default_config(), {FA: fa_summary(**MIXED)}).reset_index()
     w = row_of(wide, "fa.kclass_over_binary")
     assert (w.ci_lo, w.ci_hi) == pytest.approx(t_ends((0.9, 1.3, 1.1), T_975_2))
@@ -275,6 +538,7 @@ def test_ledger_inputs_are_the_built_sources_of_kinds_with_claims():
         "imgs": "feature_averaging_images",
         "price": "price_linear",
         "margin": "margin",
+        "nn": "price_nn",
         "other": "attack_audit",
     }
     built = [
@@ -284,8 +548,12 @@ def test_ledger_inputs_are_the_built_sources_of_kinds_with_claims():
         "results/imgs/figures/summary.csv",
         "results/price/figures/gap_vs_n.csv",
         "results/price/figures/summary.csv",
+        "results/price/teacher_w4_x4/n16/metrics.csv",  # a job's table, not a source
         "results/margin/figures/points.csv",
+        "results/margin/figures/schedules.csv",
         "results/margin/figures/attack_audit.csv",  # not a source
+        "results/nn/figures/cells.csv",
+        "results/nn/figures/summary.csv",  # PRICE-NN reads its cells, not its summary
         "results/other/figures/summary.csv",
     ]
     assert ledger_inputs(studies, built) == [
@@ -295,6 +563,8 @@ def test_ledger_inputs_are_the_built_sources_of_kinds_with_claims():
         "results/price/figures/summary.csv",
         "results/price/figures/gap_vs_n.csv",
         "results/margin/figures/points.csv",
+        "results/margin/figures/schedules.csv",
+        "results/nn/figures/cells.csv",
     ]
 
 

@@ -6,14 +6,14 @@ from pathlib import Path
 
 from ibrobust import kinds
 from ibrobust.config import load_schema
-from ibrobust.config_docs import SCHEMA, render
+from ibrobust.config.docs import SCHEMA, render
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "config.md"
 
 
 def test_docs_config_md_is_the_generated_text():
     assert DOC.read_text() == render(load_schema(SCHEMA)), (
-        "docs/config.md is stale: python -m ibrobust.config_docs > docs/config.md"
+        "docs/config.md is stale: ibrobust config docs > docs/config.md"
     )
 
 

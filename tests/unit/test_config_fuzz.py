@@ -33,21 +33,14 @@ from typing import Any
 
 import pytest
 import yaml
-from config_helpers import assert_rejected, bad_cases, merged
+from config_helpers import assert_rejected, bad_cases, merged, validated
 
 from ibrobust import kinds, studies
-from ibrobust.config import (
-    ConfigError,
-    attack_applies,
-    derived_datasets,
-    derived_optimizers,
-    grid_attacks,
-    load_schema,
-    radius_grids,
-    validate_config,
-)
+from ibrobust.attacks.policy import attack_applies, grid_attacks, radius_grids
+from ibrobust.config import ConfigError, load_schema
+from ibrobust.config.values import key_path
 from ibrobust.studies import plan as plan_of
-from ibrobust.validation import key_path
+from ibrobust.studies.expansion import derived_datasets, derived_optimizers
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema(REPO / "schemas" / "config.schema.yaml")
@@ -302,7 +295,7 @@ def plan(cfg: dict) -> None:
 def check_case(cfg: dict, kind: str, path: Path_, what: str) -> str:
     """'rejected' or 'accepted'; AssertionError when the outcome breaks the contract."""
     try:
-        valid = validate_config(cfg, SCHEMA)
+        valid = validated(cfg, SCHEMA)
     except ConfigError as e:
         msg = str(e)
         m = REPORTED.match(msg)
@@ -347,7 +340,7 @@ def test_malformed_configs_are_rejected_at_their_key_or_plan(seed):
 
 @pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda o: o.name if o else "config.yaml")
 def test_shipped_configs_validate_and_plan(overlay):
-    plan(validate_config(base_config(overlay), SCHEMA))
+    plan(validated(base_config(overlay), SCHEMA))
 
 
 # what the fuzz test found accepted by the validation and failing in the attack job

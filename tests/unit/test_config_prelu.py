@@ -11,16 +11,9 @@ import pytest
 import yaml
 from config_helpers import assert_rejected, bad_cases, merged
 
-from ibrobust.config import (
-    ConfigError,
-    attack_applies,
-    derived_datasets,
-    grid_attacks,
-    load_schema,
-    radius_grids,
-    sweep_dataset,
-    validate_config,
-)
+from ibrobust.attacks.policy import attack_applies, grid_attacks, radius_grids
+from ibrobust.config import ConfigError, load_schema, validate_config
+from ibrobust.studies.expansion import derived_datasets, sweep_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema(REPO / "schemas" / "config.schema.yaml")

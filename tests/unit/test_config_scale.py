@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from config_helpers import assert_rejected, merged
+from config_helpers import assert_rejected, merged, validated
 
-from ibrobust.config import Rung, load_schema, scale_rungs, validate_config
+from ibrobust.config import load_schema
+from ibrobust.studies.expansion import Rung, scale_rungs
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema(ROOT / "schemas" / "config.schema.yaml")
@@ -32,7 +33,7 @@ def with_ladder(**scale) -> dict:
 
 def test_rungs_become_studies_on_dataset_variants_and_the_base_value_is_the_study():
     base_n = BASE["datasets"]["margin_mnist"]["n_train"]
-    cfg = validate_config(with_ladder(rungs=[10, base_n, 2 * base_n]), SCHEMA)
+    cfg = validated(with_ladder(rungs=[10, base_n, 2 * base_n]), SCHEMA)
     rungs = scale_rungs(cfg)
     low, high = f"margin@n_train={10}", f"margin@n_train={2 * base_n}"
     assert rungs == {
@@ -52,7 +53,7 @@ def test_rungs_become_studies_on_dataset_variants_and_the_base_value_is_the_stud
 def test_overrides_make_every_rung_a_study_and_rename_every_reference():
     over = {"seeds": [0, 1, 2], "robustness": {"attack_points": 40}}
     base_n = BASE["datasets"]["margin_mnist"]["n_train"]
-    cfg = validate_config(with_ladder(rungs=[base_n, 2 * base_n], overrides=over), SCHEMA)
+    cfg = validated(with_ladder(rungs=[base_n, 2 * base_n], overrides=over), SCHEMA)
     same = cfg["studies"][f"margin@n_train={base_n}"]  # overrides: not the study itself
     assert same["datasets"] == ["margin_mnist"] and same["seeds"] == [0, 1, 2]
     assert same["robustness"]["attack_points"] == 40
@@ -63,7 +64,7 @@ def test_overrides_make_every_rung_a_study_and_rename_every_reference():
 def test_a_model_ladder_on_a_cnn_width():
     ladder = {"model": "madry_cnn_cpu", "key": "width_multiplier", "rungs": [1, 2],
               "overrides": {"fc": None, "cnn": {"n_train": [200], "eps": [0.0, 0.1]}}}  # fmt: skip
-    cfg = validate_config(merged(BASE, {"studies": {"price_nn": {"scale": ladder}}}), SCHEMA)
+    cfg = validated(merged(BASE, {"studies": {"price_nn": {"scale": ladder}}}), SCHEMA)
     two = cfg["studies"]["price_nn@width_multiplier=2"]
     assert two["cnn"]["models"] == ["madry_cnn_cpu@width_multiplier=2"] and two["fc"] is None
     assert cfg["models"]["madry_cnn_cpu@width_multiplier=2"]["width_multiplier"] == 2.0
@@ -95,7 +96,7 @@ def test_width_multiplier_scales_every_conv_and_dense_width():
     assert (
         scaled((4, 8), 2) == (8, 16) and scaled((32,), 0.5) == (16,) and scaled((1,), 0.1) == (1,)
     )
-    cfg = validate_config(BASE, SCHEMA)
+    cfg = validated(BASE, SCHEMA)
     entry = {**cfg["models"]["madry_cnn_cpu"], "width_multiplier": 2}
     gen = torch.Generator().manual_seed(0)
     net = build_image_model(
@@ -122,4 +123,4 @@ def test_a_ladder_on_an_entry_the_study_does_not_use_is_named_and_null_is_no_lad
     cfg = merged(CONFIG, {"studies": {"margin": {"datasets": ["margin_mnist_small"]}}})
     assert_rejected(cfg, SCHEMA, "studies.margin.scale.dataset", "does not use 'margin_mnist'")
     off = merged(cfg, {"studies": {"margin": {"scale": None}}})
-    assert not [s for s in validate_config(off, SCHEMA)["studies"] if s.startswith("margin@")]
+    assert not [s for s in validated(off, SCHEMA)["studies"] if s.startswith("margin@")]

@@ -8,7 +8,11 @@ import pytest
 import torch
 
 from ibrobust.analysis.cosines import cosine_matrix
-from ibrobust.analysis.decomposition import feature_averaging_index, lambda_decomposition
+from ibrobust.analysis.decomposition import (
+    feature_averaging_index,
+    lambda_decomposition,
+    other_class_ratio,
+)
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.models.readout import readout_for
 from ibrobust.models.two_layer import TwoLayerConfig, init_two_layer
@@ -120,6 +124,22 @@ def test_feature_averaging_index_hand_cases():
     idx = feature_averaging_index(lam, same)
     torch.testing.assert_close(idx[[0, 1, 2, 5, 6]], torch.tensor([1.0, 0.0, 0.25, 0.0, 1 / 3]))
     assert torch.isnan(idx[3]) and torch.isnan(idx[4])
+
+
+def test_other_class_ratio_hand_cases():
+    """max |other-class lambda| / mean same-class lambda, per neuron (hand-computed)."""
+    same = torch.tensor([[True, True, False, False], [False, False, True, True],
+                         [True, True, False, False]])  # fmt: skip
+    lam = torch.tensor(
+        [
+            [2.0, 4.0, 0.3, -0.6],  # own mean 3, other max |.| 0.6 -> 0.2
+            [-1.0, 0.5, 1.0, 1.0],  # own mean 1, other max |.| 1.0 -> 1.0
+            [-1.0, 0.5, 5.0, 0.0],
+        ]
+    )  # own mean -0.25: learned nothing -> NaN
+    r = other_class_ratio(lam, same)
+    assert r[0].item() == pytest.approx(0.2) and r[1].item() == pytest.approx(1.0)
+    assert math.isnan(r[2].item())
 
 
 def test_cosine_matrix_hand_case():

@@ -25,12 +25,12 @@ from ibrobust.models.homogeneous_cnn import HomogeneousCNNConfig
 from ibrobust.models.image import ImageModelConfig
 from ibrobust.models.prelu import PreluConfig
 from ibrobust.models.two_layer import TwoLayerConfig
-from ibrobust.optim.loss_based import LossBasedLRConfig
 from ibrobust.studies.margin.experiment import MarginRobustConfig
 from ibrobust.training.full_batch import GDConfig
 from ibrobust.training.margin import MarginTrainConfig
 from ibrobust.training.network import NetTrainConfig
 from ibrobust.training.robust_erm import RobustERMConfig
+from ibrobust.updates.loss_based import LossBasedLRConfig
 
 REPO = Path(__file__).resolve().parents[2]
 DEFS = load_schema(REPO / "schemas" / "config.schema.yaml")["definitions"]

@@ -12,7 +12,7 @@ import pytest
 from claims_fixtures import ROOT, default_config
 
 from ibrobust.config import ConfigError, load_schema, validate_config
-from ibrobust.experiments.tables import per_readout
+from ibrobust.stages.tables import per_readout
 from ibrobust.studies import feature_averaging as fa
 from ibrobust.studies import plan
 from ibrobust.studies.feature_averaging.scaling import scaling_slopes, scaling_table
@@ -157,7 +157,7 @@ def test_scaling_table_and_slopes_by_hand():
 
 
 def test_only_studies_reason_says_so():
-    from ibrobust.claims.ledger import build_ledger, study_outputs
+    from ibrobust.ledger.table import build_ledger, study_outputs
 
     cfg = copy.deepcopy(default_config())
     cfg["only_studies"] = ["price_linear"]

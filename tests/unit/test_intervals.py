@@ -101,6 +101,17 @@ def test_units_needed_from_the_measured_spread():
     assert iv.units_needed(boot, 0.6) is None  # the estimate sits on the threshold
 
 
+def test_units_needed_when_the_mean_sits_on_the_threshold_up_to_rounding():
+    """The mean of (0.0, 0.03, 0.04, 0.05) is 0.03 less 3e-18: sitting on 0.03, not an
+    estimate of 10^31 units (whose t quantile scipy cannot take)."""
+    got = iv.t_interval([0.0, 0.03, 0.04, 0.05])
+    assert got.center != 0.03 and iv.units_needed(got, 0.03) is None
+    # a tiny but real distance: the normal answer, without stepping t through 10^12 units
+    far = iv.t_interval([0.99, 1.01])  # sd 0.0141
+    need = iv.units_needed(far, 1.0 + 1e-8)
+    assert need == pytest.approx((1.959964 * 0.0141421356 / 1e-8) ** 2, rel=1e-6)
+
+
 # ---- verdicts on hand-made measurements ------------------------------------------------
 RULE = at_least("ratio", 1.5, 1.0)  # strong [1.5, inf), weak [1.0, inf)
 

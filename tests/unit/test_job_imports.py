@@ -21,7 +21,7 @@ TORCH_NEEDED: dict[str, str] = {}
 LIGHT = sorted(
     p.name
     for p in SCRIPTS.glob("*.py")
-    if p.stem.endswith(("_figure", "_table", "_table1")) or p.stem.startswith("claims_")
+    if p.stem.endswith(("_figure", "_figures", "_table")) or p.stem.startswith("claims_")
 ) + ["_job.py", "_figures.py"]
 
 
@@ -82,17 +82,18 @@ def test_figure_jobs_import_neither_seaborn_nor_scipy(tmp_path):
 
 
 def test_the_light_scripts_are_found():
-    assert {"fa_robust_figure.py", "fa_summary_table.py", "prelu_table1.py"} <= set(LIGHT)
+    assert {"fa_figures.py", "prelu_figures.py", "attack_audit_table.py"} <= set(LIGHT)
     assert set(TORCH_NEEDED) <= set(LIGHT)
-    assert {"cosine_figure.py", "price_gap_difference_figure.py", "_figures.py"} <= set(FIGURES)
+    assert {"fa_figures.py", "price_linear_figures.py", "_figures.py"} <= set(FIGURES)
 
 
 def test_snakemake_process_imports_no_torch():
-    """Every ``snakemake`` call validates the config and loads the claims ledger's
-    declarations (rules/claims.smk): neither may import torch (~1.3 s of each call)."""
+    """Every ``snakemake`` call validates and expands the config and loads the claims
+    ledger's declarations (rules/claims.smk): none may import torch (~1.3 s of each call)."""
     code = (
-        "import sys, ibrobust.config, ibrobust.studies, ibrobust.claims.ledger, "
-        "ibrobust.provenance; print('torch' in sys.modules)"
+        "import sys, ibrobust.config, ibrobust.studies, ibrobust.studies.expansion, "
+        "ibrobust.attacks.policy, ibrobust.ledger.table, ibrobust.provenance; "
+        "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -109,6 +109,7 @@ def test_validating_every_shipped_config_imports_no_torch():
     code = (
         "import sys, copy, yaml, pathlib\n"
         "from ibrobust.config import load_schema, validate_config\n"
+        "from ibrobust.studies.expansion import expand_scale\n"
         f"root = pathlib.Path({str(REPO)!r})\n"
         "schema = load_schema(root / 'schemas' / 'config.schema.yaml')\n"
         "base = yaml.safe_load((root / 'config.yaml').read_text())\n"
@@ -118,7 +119,7 @@ def test_validating_every_shipped_config_imports_no_torch():
         "        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v\n"
         "    return out\n"
         "for f in sorted((root / 'tests' / 'workflow' / 'configs').glob('*.yaml')):\n"
-        "    validate_config(merged(base, yaml.safe_load(f.read_text())), schema)\n"
+        "    expand_scale(validate_config(merged(base, yaml.safe_load(f.read_text())), schema), schema)\n"
         "print('torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -216,7 +217,7 @@ def test_study_kinds_state_only_what_differs_from_the_defaults():
         module = studies.load(kind)
         assert not {"RULES", "NETWORK"} & set(vars(module)), kind
         # the former claims hook is gone; ``claims`` is the package's claims module, once
-        # imported (ibrobust.claims.ledger imports it)
+        # imported (ibrobust.ledger.table imports it)
         assert isinstance(vars(module).get("claims", types), types.ModuleType), kind
     cfg = validate_config(BASE, SCHEMA)
     st = cfg["studies"]["fa_images"]

@@ -40,10 +40,10 @@ from ibrobust.models.homogeneous_cnn import (
     build_homogeneous_cnn,
 )
 from ibrobust.models.two_layer import TwoLayerConfig, TwoLayerFixed, init_two_layer
-from ibrobust.optim.loss_based import GROW, SHRINK, LossBasedLR, LossBasedLRConfig
 from ibrobust.seeding import torch_generator
 from ibrobust.studies.margin.experiment import build_net, run_data
 from ibrobust.training.margin import MarginTrainConfig, config_from_dict, train_margin
+from ibrobust.updates.loss_based import GROW, SHRINK, LossBasedLR, LossBasedLRConfig
 
 torch.set_num_threads(1)
 

@@ -1,4 +1,4 @@
-"""Generic network training (ibrobust.training.network) and the fit glue (experiments.networks)."""
+"""Generic network training (ibrobust.training.network) and the fit stage (stages.networks)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from torch import nn
 from ibrobust import kinds
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.data.dataset import dataset_from_arrays
-from ibrobust.experiments.networks import fit
 from ibrobust.models.readout import readout_for
 from ibrobust.models.registry import BuildContext, build_model, load_model
+from ibrobust.stages.networks import fit
 from ibrobust.training.losses import exponential_margin_loss, supervised_loss
 from ibrobust.training.network import (
     NetTrainConfig,

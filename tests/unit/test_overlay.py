@@ -1,4 +1,4 @@
-"""Config files read strictly (ibrobust.overlay): syntax errors and keys written twice name
+"""Config files read strictly (ibrobust.config.overlay): syntax errors and keys written twice name
 the file and the line; the shipped configs pass; the workflow profile checks the
 ``--configfile`` overlays of the command line before Snakemake reads them."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ibrobust.overlay import (
+from ibrobust.config.overlay import (
     OverlayError,
     check_command_line,
     check_files,

@@ -13,13 +13,13 @@ import torch.nn.functional as F
 from ibrobust import kinds
 from ibrobust.attacks.suite import AttackContext, describe_attack, evaluate_attacks
 from ibrobust.attacks.tasks import BinaryLogits
-from ibrobust.config import study_task
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.data.images import ImageDataConfig, make_image_data
-from ibrobust.experiments.networks import fit
 from ibrobust.models.prelu import PreluNet
 from ibrobust.models.registry import BuildContext, build_model, load_model, model_readout
+from ibrobust.stages.networks import fit
+from ibrobust.studies import study_task
 from ibrobust.training.prelu import PreluTrainConfig, prelu_train_fields, train_prelu
 
 SIGN = torch.tensor([1.0, 1.0, 1.0, -1.0, -1.0])

@@ -13,10 +13,11 @@ import yaml
 from config_helpers import assert_rejected, bad_cases, merged
 
 from ibrobust.claims.core import StudyContext
-from ibrobust.config import derived_optimizers, load_schema, validate_config
+from ibrobust.config import load_schema, validate_config
 from ibrobust.models.fc import FCConfig, build_fc
 from ibrobust.seeding import torch_generator
 from ibrobust.studies import price_nn as study
+from ibrobust.studies.expansion import derived_optimizers
 from ibrobust.studies.price_nn import plots
 from ibrobust.studies.price_nn import rows as P
 from ibrobust.studies.price_nn import tables as T
@@ -241,20 +242,20 @@ def test_seed_table_pairs_both_algorithms_per_cell_and_seed():
 
 
 def test_cnn_claim_counts_only_fitted_cells():
+    """A CNN cell's claim reads figures/cells.csv: one value per seed where both algorithms
+    fitted (the verdicts: tests/unit/test_claims_price.py)."""
+    from claims_fixtures import price_nn_cells
+
     from ibrobust.studies.price_nn import claims as C
 
-    cells = pd.DataFrame(
-        [{"arch": "cnn", "metric": C.STRONG, "eps": e, "n": 50, "mean": m, "fitted": f,
-          "per_seed": p}
-         for e, m, f, p in [(0.1, 3.0, True, "+2.00 +4.00"), (0.2, -40.0, False, "-40.00 -40.00"),
-                            (0.0, 1.0, True, "+1.00 +1.00")]]
-    )  # fmt: skip
+    cells = price_nn_cells(cnn={(50, 0.1): (2.0, 4.0, 3.0)}, unfitted=[("cnn", 50, 0.1, 1)])
     ctx = StudyContext("price_nn", {"cnn": {"attack_points": 200}})
-    m = C.cnn_cells({"summary": cells}, ctx)  # one value per fitted (cell, seed) at eps > 0
-    assert (m.values, m.unit, m.points) == ((2.0, 4.0), "(cell, seed) pairs", 200)
-    assert m.note == "1 of 2 cells fitted"
-    with pytest.raises(C.NotRun, match="fit the training set"):
-        C.cnn_cells({"summary": cells.assign(fitted=False)}, ctx)
+    m = C.cnn_cell(50, 0.1)({"cells": cells}, ctx)  # GD - SD in points, seeds 0 and 2
+    assert m.values == pytest.approx((2.0, 3.0))
+    assert (m.unit, m.points, m.labels) == ("seeds", 200, ("seed 0", "seed 2"))
+    assert m.note == "2 of 3 seeds with both algorithms fitted"
+    with pytest.raises(C.NotRun, match="where both algorithms fitted"):
+        C.cnn_cell(50, 0.1)({"cells": cells.assign(sd_fitted=0.0)}, ctx)
 
 
 def test_fc_table_and_heatmap_from_their_csv_frames():

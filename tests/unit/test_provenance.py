@@ -15,7 +15,7 @@ def test_closure_follows_local_helpers_and_library_modules(tmp_path):
     assert str(tmp_path / "helper.py") in files
     assert {str(pkg / "norms.py"), str(pkg / "attacks" / "losses.py")} <= files
     assert str(pkg / "attacks" / "__init__.py") in files  # importing a.b runs a/__init__
-    assert not any(f.endswith("claims/ledger.py") for f in files)
+    assert not any(f.endswith("ledger/table.py") for f in files)
 
 
 def test_an_edit_in_the_same_process_changes_closure_and_hash(tmp_path):

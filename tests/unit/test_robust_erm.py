@@ -24,7 +24,6 @@ from ibrobust.analysis.linear_metrics import (
 )
 from ibrobust.data.teacher import TeacherConfig, make_teacher_batch, make_teacher_data
 from ibrobust.models.diagonal import DiagonalNet
-from ibrobust.optim import SteepestDescent
 from ibrobust.studies.price_linear.tables import cosine
 from ibrobust.training.robust_erm import (
     ALGORITHMS,
@@ -33,6 +32,7 @@ from ibrobust.training.robust_erm import (
     robust_log_loss,
     train_robust_erm,
 )
+from ibrobust.updates import SteepestDescent
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Robust-accuracy bookkeeping (ibrobust.analysis.robustness)."""
+"""Robust-accuracy tables (ibrobust.attacks.tables) and critical radii (analysis.robustness)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from ibrobust.analysis.robustness import critical_radius, monotone_robust, robust_accuracy_table
+from ibrobust.analysis.robustness import critical_radius
+from ibrobust.attacks.tables import monotone_robust, robust_accuracy_table
 
 
 def B(rows):
@@ -91,7 +92,7 @@ def test_critical_radius_hand_cases(eps, acc, level, expected):
 
 
 def test_mean_std_keeps_group_keys_and_flattens():
-    from ibrobust.experiments.tables import mean_std
+    from ibrobust.stages.tables import mean_std
 
     df = pd.DataFrame(
         {"setting": ["a", "a", "b"], "seed": [0, 1, 0], "r": [1.0, 3.0, 5.0], "s": [2.0, 2.0, None]}

@@ -1,4 +1,4 @@
-"""Stopping the tracking server's process group (workflow_scripts/_server.py) on real
+"""Stopping the tracking server's process group (workflow_scripts/_tracking/server.py) on real
 processes: a zombie is not a live member, and the supervisor does not wait for a CLI
 whose server processes are down (the CLI's teardown took seconds on a busy machine)."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "workflow_scripts"
 sys.path.insert(0, str(SCRIPTS))
-import _server  # noqa: E402
+from _tracking import server as _server  # noqa: E402
 
 # A stand-in for `mlflow server`: starts a "uvicorn" child in its group that exits on
 # SIGTERM, and itself ignores SIGTERM and sleeps (a teardown that never ends).

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ibrobust.optim import SteepestDescent, dual_norm, steepest_direction
 from ibrobust.seeding import torch_generator
+from ibrobust.updates import SteepestDescent, dual_norm, steepest_direction
 
 
 def one_step(w0, g, lr=0.1, **kw):

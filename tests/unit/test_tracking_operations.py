@@ -15,8 +15,8 @@ import pytest
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "workflow_scripts"
 sys.path.insert(0, str(SCRIPTS))
-import _server  # noqa: E402
 import _tracking  # noqa: E402
+from _tracking import server as _server  # noqa: E402
 from _tracking import ui  # noqa: E402
 from _tracking.secrets import ENV_BACKEND_STORE, StoreURI, take_backend_store  # noqa: E402
 

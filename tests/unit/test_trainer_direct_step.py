@@ -15,11 +15,11 @@ import torch
 
 from ibrobust.models.fc import FCConfig, build_fc
 from ibrobust.models.image import ImageModelConfig, build_image_model
-from ibrobust.optim.steepest import SteepestDescent
 from ibrobust.seeding import torch_generator
 from ibrobust.training.adversarial import batch_perturbation
 from ibrobust.training.losses import supervised_correct, supervised_loss
 from ibrobust.training.network import NetTrainConfig, net_train_fields, train_network
+from ibrobust.updates.steepest import SteepestDescent
 
 torch.set_num_threads(1)
 EPOCHS = 4

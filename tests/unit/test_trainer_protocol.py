@@ -12,8 +12,8 @@ import torch
 from ibrobust import kinds
 from ibrobust.data.clusters import ClusterDataConfig, make_cluster_data
 from ibrobust.data.dataset import dataset_from_arrays
-from ibrobust.experiments.networks import fit
 from ibrobust.models.registry import BuildContext, build_model, model_readout
+from ibrobust.stages.networks import fit
 from ibrobust.training import full_batch, prelu
 from ibrobust.training.losses import TRAINING_LOSSES, supervised_loss, training_loss
 from ibrobust.training.protocol import HISTORY_KEYS, check_history

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from ibrobust.claims.trend import GROWS, SHRINKS, STEADY, UNKNOWN, trend_markdown, trends
-from ibrobust.config import Rung
+from ibrobust.ledger.trend import GROWS, SHRINKS, STEADY, UNKNOWN, trend_markdown, trends
+from ibrobust.studies.expansion import Rung
 
 RUNGS = {
     "margin@n_train=20": Rung("margin", "n_train", 20),

@@ -11,7 +11,7 @@ import yaml
 from config_helpers import assert_rejected, bad_cases, merged
 
 from ibrobust.config import load_schema, validate_config
-from ibrobust.validation import key_path, non_finite, value_problems
+from ibrobust.config.values import key_path, non_finite, value_problems
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema(REPO / "schemas" / "config.schema.yaml")

@@ -1,5 +1,6 @@
 """Real components for the operations tests: a local SLURM cluster, a throwaway PostgreSQL
-server, headless Chromium, and the workflow's own tracking server module.
+server, headless Chromium, the workflow's own tracking server module, and a proxy that
+makes a tracking server answer slowly.
 
 Each ``require_*`` returns what the test needs or skips it with the reason and the way
 to get the component (``.ci/run`` installs and starts all of them).
@@ -8,6 +9,8 @@ to get the component (``.ci/run`` installs and starts all of them).
 from __future__ import annotations
 
 import glob
+import http.client
+import http.server
 import os
 import re
 import shutil
@@ -15,7 +18,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +29,7 @@ import pytest
 from smk_helpers import REPO, TINY, base_env, snakemake_args, write_yaml
 
 sys.path.insert(0, str(REPO / "workflow_scripts"))
-import _server  # noqa: E402  (the workflow's tracking-server lifecycle, used as-is)
+from _tracking import server as _server  # noqa: E402  (the workflow's tracking-server lifecycle, used as-is)
 
 LOCAL_SLURM = REPO / "ops" / "local-slurm"
 CHROMIUM_FLAGS = [
@@ -189,7 +194,7 @@ def require_chromium() -> str:
 # ---- the tracking server -------------------------------------------------------------
 @contextmanager
 def tracking_server(store_uri: str, artifacts: Path, log: Path) -> Iterator[str]:
-    """The workflow's own server code (workflow_scripts/_server.py) on a given store."""
+    """The workflow's own server code (workflow_scripts/_tracking/server.py) on a given store."""
     server = _server.TrackingServer(
         _server.ServerSettings(
             backend_store_uri=store_uri,
@@ -203,6 +208,82 @@ def tracking_server(store_uri: str, artifacts: Path, log: Path) -> Iterator[str]
         yield uri
     finally:
         server.stop()
+
+
+class SlowProxy:
+    """A tracking server that answers slowly: every request but ``/health`` (which the
+    workflow's probes ask with a 2-5 s timeout) waits :attr:`delay` s, then goes to the
+    server as it came. ``delay`` may change at any time; :attr:`requests` counts what was
+    held."""
+
+    HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "server", "date"}
+
+    def __init__(self, upstream: str):
+        self.delay = 0.0
+        self.requests = 0
+        target = urllib.parse.urlsplit(upstream)
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as MLflow's client uses it
+
+            def forward(self) -> None:
+                body = _request_body(self)
+                if not self.path.startswith("/health"):
+                    proxy.requests += 1
+                    time.sleep(proxy.delay)
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=120)
+                try:
+                    headers = {k: v for k, v in self.headers.items() if k.lower() not in proxy.HOP}
+                    conn.request(self.command, self.path, body=body, headers=headers)
+                    resp = conn.getresponse()
+                    data = resp.read()
+                finally:
+                    conn.close()
+                self.send_response(resp.status)
+                for key, value in resp.getheaders():
+                    if key.lower() not in proxy.HOP:
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = forward  # noqa: N815
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.uri = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _request_body(handler: http.server.BaseHTTPRequestHandler) -> bytes | None:
+    """A request's body, sized or chunked."""
+    if handler.headers.get("Transfer-Encoding", "").lower() == "chunked":
+        body = b""
+        while size := int(handler.rfile.readline().split(b";")[0], 16):
+            body += handler.rfile.read(size)
+            handler.rfile.readline()
+        handler.rfile.readline()
+        return body
+    length = int(handler.headers.get("Content-Length") or 0)
+    return handler.rfile.read(length) if length else None
+
+
+@contextmanager
+def slow_proxy(upstream: str) -> Iterator[SlowProxy]:
+    """A :class:`SlowProxy` in front of the tracking server at ``upstream`` (delay 0 at first)."""
+    proxy = SlowProxy(upstream)
+    try:
+        yield proxy
+    finally:
+        proxy.close()
 
 
 def max_running_jobs(output: str) -> int:
@@ -281,6 +362,12 @@ def wait_for_first_step(proc: subprocess.Popen, logs: list[Path], timeout: float
         "the training jobs' first logged step",
     )
     assert proc.poll() is None, err.read_text()
+
+
+def incomplete_markers(work: Path) -> list[str]:
+    """Snakemake's markers of outputs whose job started and was not post-processed."""
+    root = work / ".snakemake" / "incomplete"
+    return sorted(p.name for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
 
 
 def processes_of(work: Path) -> list[str]:

@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 from smk_helpers import base_env, parse_dry_run, snakemake
 
-from ibrobust.claims.ledger import RULE_BOUNDS
-from ibrobust.claims.render import read_ledger
+from ibrobust.ledger.render import read_ledger
+from ibrobust.ledger.table import RULE_BOUNDS
 
 pytestmark = pytest.mark.workflow
 

@@ -136,7 +136,7 @@ def test_job_run_streams_metrics_while_the_job_runs(via, store, tmp_path, monkey
         run.end("FINISHED")
     finally:
         if collector is not None:
-            collector.stop()
+            collector.close(60)  # the run received is in the store
     r, hist = history()
     assert r.info.status == "FINISHED" and len(hist) == step
     assert os.environ[_tracking.ENV_URI] == uri
@@ -177,7 +177,7 @@ def test_collector_logs_whole_runs_for_parallel_jobs(store, tmp_path, monkeypatc
         for t in threads:
             t.join(60)
     finally:
-        collector.stop()
+        collector.close(60)
     assert not errors, errors
     assert not os.path.exists(collector.address)
     for i in range(4):
@@ -207,18 +207,26 @@ def collector(store, monkeypatch):
     c = _tracking.Collector(store.client, store.exp_id)
     monkeypatch.setenv(_tracking.ENV_COLLECTOR, c.address)
     yield c
-    c.stop()
+    c.close()
 
 
-def test_collector_reports_a_failed_write_and_ends_that_run_failed(store, collector):
-    # a write the store refuses (an artifact that does not exist): the job's end() spools
-    # the run (it does not fail the job) and says why
+def test_collector_reports_a_failed_write_and_ends_that_run_failed(store, collector, tmp_path):
+    """A write the store refuses (an artifact that does not exist) never fails the job: the
+    run ends FAILED in the store and whole in one spool file that says why - the job's own,
+    when the failure came before the run's end (the collector answers ``error``), else the
+    collector's journal, kept after its receipt."""
+    import json
+
     run = _tracking.JobRun("p/train/bad", {"ibrobust.rule": "train"}, {})
     run.artifact("/nonexistent/figure.png", "figures")
     spooled = run.end("FINISHED")
-    assert spooled is not None and spooled.is_file()
-    assert run.problem.startswith("collector: error") and "figure.png" in run.problem
+    if spooled is not None:
+        assert run.problem.startswith("collector: error") and "figure.png" in run.problem
     assert _final_status(store, "p/train/bad") == "FAILED"
+    (path,) = collector.close(30) or [spooled]
+    header = json.loads(path.read_text().splitlines()[0])
+    assert "figure.png" in header["problem"]
+    assert list((tmp_path / "spool").glob("*.jsonl")) == [path]
 
 
 def test_writer_process_reports_a_failed_write_in_the_job_log(store, tmp_path, monkeypatch):
@@ -264,7 +272,7 @@ def test_a_killed_job_leaves_its_run_killed(via, store, tmp_path, monkeypatch):
         assert _final_status(store, "p/train/killed") == "KILLED"
     finally:
         if collector is not None:
-            collector.stop()
+            collector.close()
 
 
 def test_job_run_without_a_reachable_collector_starts_its_own_writer(store, tmp_path, monkeypatch):

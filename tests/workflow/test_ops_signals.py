@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from ops_helpers import (
     SLOW_TRAIN_LOG,
+    incomplete_markers,
     processes_of,
     record,
     start_slow_run,
@@ -61,12 +62,6 @@ def cpu_load(n: int) -> Iterator[None]:
         for proc in procs:
             proc.kill()
             proc.wait()
-
-
-def incomplete_markers(work: Path) -> list[str]:
-    """Snakemake's markers of outputs whose job started and was not post-processed."""
-    root = work / ".snakemake" / "incomplete"
-    return sorted(p.name for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
 
 
 def alive(pid: int) -> bool:

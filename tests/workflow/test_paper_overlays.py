@@ -122,12 +122,14 @@ def _merged(*paths: Path, **override) -> dict:
     from snakemake.utils import update_config
 
     from ibrobust.config import load_schema, validate_config
+    from ibrobust.studies.expansion import expand_scale
 
     cfg = _load(REPO / "config.yaml")
     for p in paths:
         update_config(cfg, copy.deepcopy(_load(p)))
     cfg.update(override)
-    return validate_config(cfg, load_schema(REPO / "schemas" / "config.schema.yaml"))
+    schema = load_schema(REPO / "schemas" / "config.schema.yaml")
+    return expand_scale(validate_config(cfg, schema), schema)
 
 
 def _leaves(obj, path=()) -> dict[tuple, object]:
@@ -237,8 +239,8 @@ def test_paper_overlay_runs_end_to_end(name, tmp_path):
     from ops_helpers import record
 
     from ibrobust.claims.core import NOT_RUN, VERDICTS
-    from ibrobust.claims.ledger import build_ledger
-    from ibrobust.claims.ledger import study_outputs as ledger_studies
+    from ibrobust.ledger.table import build_ledger
+    from ibrobust.ledger.table import study_outputs as ledger_studies
     from ibrobust.studies import study_outputs
 
     ov = OVERLAY[name]

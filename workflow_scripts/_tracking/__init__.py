@@ -14,7 +14,7 @@ MLflow only receives data, no rule reads it back).
 * ``invocation``- what one ``snakemake`` runs (targets, studies): the parent run's name;
 * ``ui``        - the end-of-run lines: the command that serves the store, the run's URL;
 * ``replay``    - ``python workflow_scripts/_tracking/replay.py``: spooled runs -> store;
-* the tracking server itself is ``_server`` (workflow_scripts/_server.py).
+* ``server``    - the run's own MLflow tracking server (start, stop, its supervisor).
 
 Importing the package imports no MLflow.
 """

@@ -4,10 +4,13 @@ Standard library only (a job never imports MLflow). The stream goes to the workf
 :class:`~_tracking.collector.Collector` over its Unix socket or, where that is out of reach
 (a SLURM job on another node), to a writer process of its own (``_tracking.writer``).
 
-Results first, tracking second: the job keeps a copy of its stream, and when the writer
-does not take a write within the timeout (``IBROBUST_TRACKING_TIMEOUT``, default 30 s),
-fails, or is gone, :meth:`JobRun.end` writes the stream to a spool file
-(``results/mlflow/spool/``) and returns its path instead of failing the job; the job's
+Results first, tracking second. The collector answers a run's ``end`` with a *receipt* as
+soon as it has the whole run on disk (its journal in the spool), before it writes the run to
+the store: the job waits milliseconds for it, however slowly the store answers. A writer
+process answers only once it has written the run. When no receipt comes within the timeout
+(``IBROBUST_TRACKING_TIMEOUT``, default 30 s), when the writer fails or is gone, or when the
+job is being stopped (``give_up``), :meth:`JobRun.end` writes the stream itself to a spool
+file (``results/mlflow/spool/``) and returns its path instead of failing the job; the job's
 outputs never depend on the tracking server. ``python workflow_scripts/_tracking/replay.py``
 replays spooled runs later.
 """
@@ -20,19 +23,24 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import protocol
 from .protocol import ENV_COLLECTOR, ENV_COMMIT, ENV_CONFIG_HASH, ENV_ENABLED, ENV_PARENT
 
+POLL = 0.1  # s between looks at give_up() while a job waits for its writer
+GAVE_UP = "the job was stopped before its writer took the run"
+
 
 class JobRun:
     """One job's MLflow run, streamed to a writer (a no-op when tracking is off).
 
     ``run_key`` (see :func:`protocol.run_key`) identifies the run across reruns and
-    replays. ``end`` returns None when the writer logged the run, else the spool file the
-    run went to (the reason is in :attr:`problem`); it never raises for a tracking failure.
+    replays. ``end`` returns None when a writer took the run (the collector's receipt, or a
+    writer process that logged it), else the spool file the run went to (the reason is in
+    :attr:`problem`); it never raises for a tracking failure.
     """
 
     def __init__(
@@ -96,21 +104,23 @@ class JobRun:
         if self.enabled:
             self._send({"op": "artifact", "path": str(Path(path).resolve()), "folder": folder})
 
-    def end(self, status: str) -> Path | None:
-        """Close the run: None if the writer logged it, else the spool file it went to."""
+    def end(self, status: str, give_up: Callable[[], bool] | None = None) -> Path | None:
+        """Close the run: None if the writer took it, else the spool file it went to.
+        ``give_up()`` (asked about ten times a second while the job waits for its writer)
+        says that the job must wait no longer: a stop is ending it."""
         if not self.enabled:
             return None
         self.flush()
         self._send({"op": "end", "status": status, "t": protocol.now_ms()})
-        self.problem = self._writer.close()
+        self.problem = self._writer.close(give_up or _never)
         if self.problem is None:
             return None
         return protocol.write_spool(self._lines, self._start, self.problem)
 
 
 class _SocketWriter:
-    """Writer: a connection to the workflow's Collector. Every send and the final reply
-    wait at most ``timeout`` s; after the first failure the connection counts as lost."""
+    """Writer: a connection to the workflow's Collector. Every send and the receipt wait at
+    most ``timeout`` s; after the first failure the connection counts as lost."""
 
     def __init__(self, sock: socket.socket, timeout: float):
         self._sock = sock
@@ -126,25 +136,39 @@ class _SocketWriter:
         except OSError as err:
             self._lost = f"the collector took no write within {self._timeout:g} s ({err})"
 
-    def close(self) -> str | None:
+    def close(self, give_up: Callable[[], bool]) -> str | None:
+        """Wait for the collector's receipt: None, else why there is none."""
         try:
             if self._lost:
                 return self._lost
             self._sock.shutdown(socket.SHUT_WR)
+            self._sock.settimeout(POLL)
+            deadline = time.monotonic() + self._timeout
             reply = b""
             while not reply.endswith(b"\n"):
-                chunk = self._sock.recv(65536)
+                if give_up():
+                    return GAVE_UP
+                if time.monotonic() > deadline:
+                    return f"the collector did not confirm the run within {self._timeout:g} s"
+                try:
+                    chunk = self._sock.recv(4096)
+                except TimeoutError:
+                    continue
                 if not chunk:
                     break
                 reply += chunk
             reply_text = reply.decode(errors="replace").strip()
-            if reply_text == "ok":
+            if reply_text == protocol.RECEIVED:
                 return None
             return f"collector: {reply_text or 'no reply (the workflow process ended?)'}"
         except OSError as err:
             return f"the collector did not confirm the run within {self._timeout:g} s ({err})"
         finally:
             self._sock.close()
+
+
+def _never() -> bool:
+    return False
 
 
 def _connect(address: str | None, timeout: float) -> _SocketWriter | None:
@@ -208,7 +232,10 @@ class _WriterProcess:
             except (BrokenPipeError, OSError) as err:
                 self._lost = f"the writer process is gone ({err})"
 
-    def close(self) -> str | None:
+    def close(self, give_up: Callable[[], bool]) -> str | None:
+        """Wait for the writer process to log the run: None, else why it did not. (It is one
+        of the job's processes: a stop's SIGINT reaches it too, and a writer it ends makes
+        the job spool the run.)"""
         try:
             self._drain(deadline=time.monotonic() + self._timeout)
             try:
@@ -216,12 +243,15 @@ class _WriterProcess:
             except OSError:
                 pass
             wait = self._timeout + self.STARTUP_GRACE
-            try:
-                code = self._proc.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-                return self._lost or f"the writer process did not finish within {wait:g} s"
+            deadline = time.monotonic() + wait
+            while (code := self._proc.poll()) is None:
+                stopped = give_up()
+                if stopped or time.monotonic() > deadline:
+                    self._proc.kill()
+                    self._proc.wait()
+                    late = f"the writer process did not finish within {wait:g} s"
+                    return self._lost or (GAVE_UP if stopped else late)
+                time.sleep(POLL)
             if self._lost:
                 return self._lost
             return f"writer exit code {code}" if code != 0 else None

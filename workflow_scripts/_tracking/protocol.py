@@ -1,6 +1,8 @@
 """What the job side and the writer side share: environment variables, the stream's
-message format (JSON lines: ``start``, ``metrics``, ``artifact``, ``end``), MLflow key
-rules, a run's identity, and the spool file a job writes when no writer takes its run.
+message format (JSON lines: ``start``, ``metrics``, ``artifact``, ``end``; the collector's
+answer to ``end``: ``received`` or ``error <reason>``), MLflow key rules, a run's identity,
+and the spool file a job writes when no writer takes its run (the collector's journal of a
+run it has received and not yet logged is the same file).
 
 Standard library only: jobs import this, and they never import MLflow.
 """
@@ -11,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ ENV_SPOOL = "IBROBUST_SPOOL_DIR"  # where a job spools a run no writer took
 ENV_TIMEOUT = "IBROBUST_TRACKING_TIMEOUT"  # seconds a job waits for its writer
 
 DEFAULT_TIMEOUT = 30.0  # s; a writer that takes no write for this long: the job spools
+RECEIVED = "received"  # the collector's answer to ``end``: it holds the run (journaled)
 DEFAULT_SPOOL_DIR = "results/mlflow/spool"
 RUN_KEY_TAG = "ibrobust.run_key"
 MAX_PARAM_LEN = 6000  # MLflow's limit on a param value
@@ -87,21 +91,49 @@ def spool_path(start: dict) -> Path:
     return spool_dir() / f"{key}-{start['t']}.jsonl"
 
 
-def spool_header(problem: str) -> dict:
-    """The first line of a spool file: where the run was meant to go, and why it did not."""
+def spool_header(
+    problem: str, experiment_id: str | None = None, tracking_uri: str | None = None
+) -> dict:
+    """The first line of a spool file: where the run was meant to go (default: what the
+    environment says), and why it is not there."""
+    if experiment_id is None:
+        experiment_id = os.environ.get(ENV_EXPERIMENT, "")
+    if tracking_uri is None:
+        tracking_uri = os.environ.get(ENV_URI, "")
     return {
         "op": "spool",
-        "experiment_id": os.environ.get(ENV_EXPERIMENT, ""),
-        "tracking_uri": mask_secrets(os.environ.get(ENV_URI, "")),
+        "experiment_id": experiment_id,
+        "tracking_uri": mask_secrets(tracking_uri),
         "problem": mask_secrets(problem),
     }
 
 
-def write_spool(lines: list[str], start: dict, problem: str) -> Path:
-    """Write a run's stream (JSON lines) atomically to its spool file; its path."""
+def write_spool(
+    lines: list[str],
+    start: dict,
+    problem: str,
+    experiment_id: str | None = None,
+    tracking_uri: str | None = None,
+) -> Path:
+    """Write a run's stream (JSON lines) atomically to its spool file; its path. A job and
+    the collector may both write one run's file (a job that gave up waiting for its receipt):
+    each through a temporary file of its own, the stream the same."""
     path = spool_path(start)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".part")
-    tmp.write_text(json.dumps(spool_header(problem)) + "\n" + "".join(lines))
-    os.replace(tmp, path)
+    header = spool_header(problem, experiment_id, tracking_uri)
+    _replace(path, json.dumps(header) + "\n" + "".join(lines))
     return path
+
+
+def respool(path: Path, problem: str) -> None:
+    """Put a new reason in a spool file's header (the stream unchanged)."""
+    header, rest = path.read_text().split("\n", 1)
+    _replace(
+        path, json.dumps({**json.loads(header), "problem": mask_secrets(problem)}) + "\n" + rest
+    )
+
+
+def _replace(path: Path, text: str) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.part")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -1,12 +1,15 @@
 """Replay spooled runs into the MLflow store: ``python workflow_scripts/_tracking/replay.py``.
 
 A job whose writer took no write within the timeout (the tracking server was down)
-spooled its run to ``results/mlflow/spool/<run key>-<start ms>.jsonl``; an end-of-run
-handler that could not close the parent run spooled that too. This command applies them
-to the store, then moves each file to ``spool/replayed/``. It is idempotent: a run
-whose key already has a FINISHED run started at the same time or later is skipped
-(replaying twice, or replaying a run the collector did log after all, adds nothing), and
-a partial run of the same key is replaced.
+spooled its run to ``results/mlflow/spool/<run key>-<start ms>.jsonl``; the collector
+leaves the same file (its journal) for a run it received but did not get into the store
+before the workflow ended; an end-of-run handler that could not close the parent run
+spooled that too. This command applies them to the store, then moves each file to
+``spool/replayed/``. It is idempotent: a run is skipped when its key already has a FINISHED
+run started at the same time or later, or when the store holds it whole (same start, end
+and status), so replaying twice, or replaying a run the collector did log after all, adds
+nothing; what the same job left half-written (same key and start, a collector cut off
+mid-run) is replaced.
 
     python workflow_scripts/_tracking/replay.py [SPOOL_DIR] [--tracking-uri URI]
     python workflow_scripts/_tracking/replay.py --serve sqlite:///results/mlflow/mlflow.db
@@ -28,8 +31,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: make the package importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __package__ in (None, ""):  # run as a file: make the package importable, and its own
+    # folder no import root - Python put it first, where _tracking/secrets.py would stand in
+    # for the standard library's secrets (pydantic imports it with MLflow)
+    _here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
+    sys.path.insert(0, str(_here.parent))
     __package__ = "_tracking"  # noqa: A001
 
 from .masking import MASK, mask_secrets  # noqa: E402
@@ -75,17 +82,29 @@ def _terminate(client, msg: dict) -> bool:
     return True
 
 
-def _already_logged(client, experiment_id: str, start: dict) -> bool:
-    """Is there a FINISHED run of this run key started no earlier than the spooled one?"""
+def _runs_of(client, experiment_id: str, start: dict) -> list:
+    """The store's runs of a spooled run's key (of its name, for a run without a key)."""
     key = start["tags"].get(RUN_KEY_TAG)
     if key:
-        runs = runs_with_key(client, experiment_id, key)
-    else:
-        name = start["name"].replace("'", "\\'")
-        runs = retry(
-            client.search_runs, [experiment_id], filter_string=f"attributes.run_name = '{name}'"
+        return runs_with_key(client, experiment_id, key)
+    name = start["name"].replace("'", "\\'")
+    return retry(
+        client.search_runs, [experiment_id], filter_string=f"attributes.run_name = '{name}'"
+    )
+
+
+def _already_logged(runs: list, start: dict, end: dict | None) -> bool:
+    """Is there a FINISHED run of this key started no earlier than the spooled one, or the
+    spooled run itself, whole (its start, end time and status)?"""
+    return any(
+        (r.info.status == "FINISHED" and r.info.start_time >= start["t"])
+        or (
+            end is not None
+            and (r.info.start_time, r.info.end_time, r.info.status)
+            == (start["t"], end.get("t"), end["status"])
         )
-    return any(r.info.status == "FINISHED" and r.info.start_time >= start["t"] for r in runs)
+        for r in runs
+    )
 
 
 def replay_file(path: Path, tracking_uri: str | None = None) -> bool:
@@ -97,8 +116,14 @@ def replay_file(path: Path, tracking_uri: str | None = None) -> bool:
     first = json.loads(lines[0])
     if first["op"] == "terminate":
         return _terminate(client, first)
-    if _already_logged(client, header["experiment_id"], first):
+    end = json.loads(lines[-1])
+    end = end if end["op"] == "end" else None
+    runs = _runs_of(client, header["experiment_id"], first)
+    if _already_logged(runs, first, end):
         return False
+    for run in runs:  # the same job's run, half-written: replaced
+        if run.info.start_time == first["t"]:
+            retry(client.delete_run, run.info.run_id)
     error = drain(RunWriter(client, header["experiment_id"]), lines)
     if error is not None:
         raise RuntimeError(error)
@@ -132,10 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no spool folder {args.spool_dir}: nothing to replay")
         return 0
     if args.serve:
-        import _server
+        from .server import ServerSettings, TrackingServer
 
-        server = _server.TrackingServer(
-            _server.ServerSettings(
+        server = TrackingServer(
+            ServerSettings(
                 backend_store_uri=args.serve,
                 artifacts_destination=args.artifacts_destination,
                 log_file=str(args.spool_dir / "replay_server.log"),

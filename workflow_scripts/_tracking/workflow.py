@@ -3,17 +3,19 @@
 ``start`` (``onstart``) resolves the tracking URI (MLFLOW_TRACKING_URI wins over the
 config; with ``mlflow.server.start`` it starts a tracking server for the run on the
 backend store IBROBUST_BACKEND_STORE_URI or the config names, see ``secrets`` and
-``_server``), probes a remote one (a few seconds, one line if it is down), creates the
+``server``), probes a remote one (a few seconds, one line if it is down), creates the
 store and experiment once - before any job starts, so parallel jobs never race to create
 a fresh SQLite store - opens the parent run (named after what the invocation runs, see
 ``invocation``; the config as a masked ``config.yaml`` artifact, a few params), starts
 the collector and exports what jobs need through IBROBUST_* environment variables
 (inherited by local and SLURM jobs alike).
 
-``end`` (``onsuccess``/``onerror``) stops the collector, closes the parent run within a
-bounded time (else spools the closing, for the replay), stops the server, if the run
-started one, and prints the command that serves the store and the URL of the parent run
-(``ui``).
+``end`` (``onsuccess``/``onerror``) closes the collector: it waits a bounded time for the
+runs the collector has received to be in the store (:data:`END_TIMEOUT`; :data:`STOP_WAIT`
+for a run stopped by a signal), and says how many are not and stay journaled in the spool,
+to replay. It then closes the parent run within a bounded time (else spools the closing,
+for the replay), stops the server, if the run started one, and prints the command that
+serves the store and the URL of the parent run (``ui``).
 """
 
 from __future__ import annotations
@@ -45,15 +47,16 @@ from .uri import artifact_location, probe, resolve_tracking_uri
 from .writer import log_params, retry
 
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")  # UI: training runs
-END_TIMEOUT = 20.0  # s the end-of-run handler waits for the store
+END_TIMEOUT = 20.0  # s the end-of-run handler waits for the store (the runs, the parent)
+STOP_WAIT = 5.0  # s a run stopped by a signal waits for the runs: they are journaled anyway
 # MLflow's HTTP client retries 7 times with backoff 2 (~4 min per call); a few suffice here
 HTTP_CLIENT_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 
 
 def server_settings(ml: dict, log_file: str, store: StoreURI):
-    """``_server.ServerSettings`` from the config's ``mlflow`` block and the backend store
+    """``server.ServerSettings`` from the config's ``mlflow`` block and the backend store
     (``secrets.backend_store``)."""
-    from _server import ServerSettings
+    from .server import ServerSettings
 
     srv = ml["server"]
     return ServerSettings(
@@ -149,18 +152,18 @@ class WorkflowTracking:
                 flush=True,
             )
         if ml["server"]["start"] and not from_env:
-            import _server
+            from . import server
 
             settings = server_settings(ml, "results/logs/mlflow_server.log", backend)
-            uri = _server.start(settings)
-            self._server = _server
+            uri = server.start(settings)
+            self._server = server
             self._store = StoreURI(
-                _server.absolute_store_uri(backend.uri), backend.source, backend.variable
+                server.absolute_store_uri(backend.uri), backend.source, backend.variable
             )
             self._artifacts = settings.artifacts_destination
             print(
                 f"MLflow tracking server for this run: {uri} (store "
-                f"{mask_secrets(_server.absolute_store_uri(settings.backend_store_uri))}, "
+                f"{mask_secrets(server.absolute_store_uri(settings.backend_store_uri))}, "
                 f"artifacts {settings.artifacts_destination}; log {settings.log_file})",
                 flush=True,
             )
@@ -265,24 +268,43 @@ class WorkflowTracking:
             )
 
     def end(self, status: str, timeout: float = END_TIMEOUT) -> None:
-        """Stop the collector, close the parent run (within ``timeout`` s, else spool the
-        closing for the replay), stop the run's tracking server, then print where to see
-        the runs."""
+        """Close the collector (waiting up to ``timeout`` s, :data:`STOP_WAIT` s for a
+        stopped run, ``KILLED``, for the runs it has received to be in the store), close
+        the parent run (within ``timeout`` s, else spool the closing for the replay), stop
+        the run's tracking server, then print where to see the runs."""
         try:
             down = None
             if self.collector is not None:
-                import _lifecycle  # bounded: an unreachable server or Ctrl-C must not hang
-
-                _lifecycle.bounded(10, "stopping the MLflow collector", self.collector.stop)
-                down = self.collector.gate.down
-                self.collector = None
-                os.environ.pop(ENV_COLLECTOR, None)
+                down = self._close_collector(
+                    min(timeout, STOP_WAIT) if status == "KILLED" else timeout
+                )
             if self.parent_run_id:
                 self._close_parent(status, timeout, down)
         finally:
             if self._server is not None:
                 self._server.stop()
             self.print_ui_hint()
+
+    def _close_collector(self, wait: float) -> str | None:
+        """Close the collector; say how many received runs are not in the store (they stay
+        journaled in the spool). Returns why the store is down, if it is."""
+        import _lifecycle  # bounded: an unreachable server or Ctrl-C must not hang
+
+        collector, self.collector = self.collector, None
+        kept: list[Path] = []
+        _lifecycle.bounded(
+            wait + 10, "closing the MLflow collector", lambda: kept.extend(collector.close(wait))
+        )
+        os.environ.pop(ENV_COLLECTOR, None)
+        if kept:
+            print(
+                f"ibrobust: WARNING: {len(kept)} MLflow run(s) of jobs that ended are not in the "
+                f"store (not written within {wait:g} s, or refused); they are kept in "
+                f"{kept[0].parent} - replay them with python workflow_scripts/_tracking/replay.py",
+                file=sys.stderr,
+                flush=True,
+            )
+        return collector.gate.down
 
     def print_ui_hint(self) -> None:
         """The command that serves the store (none for a server that outlives the run) and

@@ -5,7 +5,8 @@ by a job's own writer process (``main``: the stream on stdin) and by the replay 
 spooled runs. MLflow is imported inside functions only.
 
 One run per run key: a run that ends FINISHED deletes (MLflow's soft delete) the older
-runs of its key, so a rerun of a job for the same result leaves one run.
+runs of its key (started before it), so a rerun of a job for the same result leaves one
+run - also where the collector writes an older run's end after a newer one's.
 """
 
 from __future__ import annotations
@@ -59,14 +60,17 @@ def runs_with_key(client, experiment_id: str, key: str) -> list:
 
 
 class RunWriter:
-    """Applies one run's messages (start, metrics, artifact, end) to an MLflow store."""
+    """Applies one run's messages (start, metrics, artifact, end) to an MLflow store;
+    :attr:`error` is the first failure (set by :func:`drain` as it happens)."""
 
     def __init__(self, client, experiment_id: str):
         self.client = client
         self.experiment_id = experiment_id
         self.run_id: str | None = None
         self.key: str | None = None
+        self.start_time: int | None = None
         self.ended = False
+        self.error: str | None = None
 
     def apply(self, msg: dict) -> None:
         from mlflow.entities import Metric
@@ -75,6 +79,7 @@ class RunWriter:
         if op == "start":
             tags = {k: mask_secrets(str(v)) for k, v in msg["tags"].items()}
             self.key = tags.get(RUN_KEY_TAG)
+            self.start_time = msg.get("t")
             run = retry(
                 client.create_run,
                 self.experiment_id,
@@ -100,7 +105,8 @@ class RunWriter:
 
     def _delete_older_runs_of_key(self) -> None:
         for run in runs_with_key(self.client, self.experiment_id, self.key):
-            if run.info.run_id != self.run_id:
+            older = self.start_time is None or run.info.start_time < self.start_time
+            if run.info.run_id != self.run_id and older:
                 retry(self.client.delete_run, run.info.run_id)
 
     def abandon(self, failed: bool) -> None:
@@ -162,28 +168,33 @@ class StoreGate:
             self.down = self._probe()
 
 
-def drain(run: RunWriter, stream, lock=None, gate: StoreGate | None = None) -> str | None:
+def drain(
+    run: RunWriter, stream, lock=None, gate: StoreGate | None = None, stop=None
+) -> str | None:
     """Apply a job's stream of JSON lines to its run until ``end`` or the end of the stream;
-    the first failure (None if none). After a failure the rest of the stream is read but
-    not applied; a run left without ``end`` ends KILLED (FAILED after a failure). Store
-    writes hold ``lock`` (if given); artifact copies do not. Tracebacks go to stderr;
-    while ``gate`` says the store is down, nothing is attempted (one line, no traceback)."""
+    the first failure (None if none), also in ``run.error`` from the moment it happens.
+    After a failure the rest of the stream is read but not applied; a run left without
+    ``end`` ends KILLED (FAILED after a failure). Store writes hold ``lock`` (if given);
+    artifact copies do not. Tracebacks go to stderr; while ``gate`` says the store is down,
+    nothing is attempted (one line, no traceback). Once ``stop`` (a threading.Event) is set,
+    nothing more is written, not even the run's end: its writer is closing."""
     lock = lock or contextlib.nullcontext()
     gate = gate or StoreGate(None)
-    error = None
     for raw in whole_lines(stream):
+        if stop is not None and stop.is_set():
+            return run.error
         try:
             msg = json.loads(raw)
-            if error is None:
+            if run.error is None:
                 gate.check()
                 with contextlib.nullcontext() if msg.get("op") == "artifact" else lock:
                     run.apply(msg)
         except StoreDown as err:
-            error = f"tracking server down: {err}"
+            run.error = f"tracking server down: {err}"
         except Exception as err:  # noqa: BLE001 - reported to the job
-            if error is None:
+            if run.error is None:
                 gate.failed()
-                error = mask_secrets(f"{type(err).__name__}: {err}")
+                run.error = mask_secrets(f"{type(err).__name__}: {err}")
                 print(
                     f"ibrobust: run {run.run_id}: {mask_secrets(traceback.format_exc())}",
                     file=sys.stderr,
@@ -192,9 +203,9 @@ def drain(run: RunWriter, stream, lock=None, gate: StoreGate | None = None) -> s
             break
     if not run.ended and not gate.down:
         with lock:
-            run.abandon(failed=error is not None)
+            run.abandon(failed=run.error is not None)
     sys.stderr.flush()
-    return error
+    return run.error
 
 
 def main() -> None:

@@ -1,1 +1,1 @@
-"""Analysis: lambda decomposition, cosine matrices, robust-accuracy tables and radii."""
+"""Analysis: lambda decomposition, cosine matrices, margins, critical radii."""

@@ -78,10 +78,20 @@ def feature_averaging_index(lam: torch.Tensor, same_class: torch.Tensor) -> torc
     return torch.where(top2[:, 0] > 0, ratio, torch.full_like(ratio, float("nan")))
 
 
+def other_class_ratio(lam: torch.Tensor, same_class: torch.Tensor) -> torch.Tensor:
+    """(N,) max |lambda| over each neuron's other-class features / the mean lambda over its
+    own class's features (the theorem's o(1) against Omega(1)). A neuron whose same-class
+    mean is not positive (it learned no feature) gives NaN."""
+    own = torch.where(same_class, lam, torch.zeros_like(lam)).sum(1) / same_class.sum(1)
+    other = torch.where(~same_class, lam.abs(), torch.zeros_like(lam)).amax(1)
+    return torch.where(own > 0, other / own, torch.full_like(own, float("nan")))
+
+
 def decompose_checkpoints(state: dict, data) -> tuple[list[dict], list[dict]]:
     """(rows, trajectory) of a saved two-layer net's checkpoints after step 0: one row per
     (step, neuron, feature) with its lambda and residual, and per step the mean feature
-    averaging index and the largest residual. ``data``: its cluster Dataset (means and
+    averaging index, the mean other-class ratio and the largest residual. ``data``: its
+    cluster Dataset (means and
     training noise); ValueError when it has none or the model has no checkpoint after 0."""
     if data.means is None or "train_noise" not in data.extras:
         raise ValueError("the decomposition needs cluster data (means and training noise)")
@@ -98,6 +108,7 @@ def decompose_checkpoints(state: dict, data) -> tuple[list[dict], list[dict]]:
         wt = state["ckpt_weight"][c].reshape(h * m, d)
         dec = lambda_decomposition(wt - w0, data.means.float(), noise, data.train.fine)
         fa = feature_averaging_index(dec.lam, same_class)
+        other = other_class_ratio(dec.lam, same_class)
         rows += [
             {"step": step, "neuron": r, "head": int(heads[r]), "head_sign": float(readout[heads[r]]),
              "feature": j, "feature_sign": float(data.sign[j]), "lambda": float(dec.lam[r, j]),
@@ -107,6 +118,7 @@ def decompose_checkpoints(state: dict, data) -> tuple[list[dict], list[dict]]:
         ]  # fmt: skip
         trajectory.append(
             {"step": step, "fa_index_mean": float(fa.nanmean()),
+             "other_class_ratio_mean": float(other.nanmean()),
              "residual_max": float(dec.residual.max())}
         )  # fmt: skip
     if not trajectory:

@@ -134,7 +134,7 @@ def _set_apgd_iters(apgd: Any, n_iter: int) -> None:
 
 
 def _build(model: nn.Module, cfg: AutoAttackConfig, eps: float, seed: int, device) -> Any:
-    from pyautoattack import AutoAttack  # optional dependency (extra "attacks")
+    from pyautoattack import AutoAttack  # here, not at import: the Snakefile reads this module
 
     norm = AA_NORMS[cfg.norm]
     if cfg.version == "standard":

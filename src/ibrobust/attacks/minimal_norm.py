@@ -114,7 +114,7 @@ def fab_distances(
     """(n,) float64 minimal adversarial distances in ``cfg.norm`` of the points x (n, C, H, W)
     in [0, 1] with labels y (n,) int64: 0 for points the model already misclassifies,
     inf where FAB found no adversarial example."""
-    from pyautoattack.fab_pt import FABAttack_PT  # optional dependency (extra "attacks")
+    from pyautoattack.fab_pt import FABAttack_PT  # here: the Snakefile reads this module
 
     if x.min() < 0 or x.max() > 1:
         raise ValueError("FAB needs inputs in the box [0, 1]")

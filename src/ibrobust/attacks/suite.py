@@ -44,9 +44,9 @@ import torch
 from torch import nn
 
 from ibrobust import kinds
-from ibrobust.analysis.robustness import robust_accuracy_table
 from ibrobust.attacks.mode import attack_mode
 from ibrobust.attacks.policy import aims_fine
+from ibrobust.attacks.tables import robust_accuracy_table
 from ibrobust.attacks.tasks import Task, correct_in_batches, get_task
 from ibrobust.models.readout import with_readout
 

@@ -1,8 +1,9 @@
-"""The claims ledger: each study's published claims as data, measured on its outputs.
+"""Claims as data: what a study kind declares about its paper, and how a number is judged.
 
 :mod:`ibrobust.claims.core` defines a claim, a measurement, a verdict rule and the checked
-reading of a study's output files; each study kind that has claims declares them, and the
-column mapping of its outputs, in its package's ``claims`` module
-(``ibrobust.studies.<kind>.claims``, e.g. :mod:`ibrobust.studies.prelu.claims`);
-:mod:`ibrobust.claims.ledger` finds them through the study registry and builds the table.
+reading of a study's output files; :mod:`ibrobust.claims.intervals` the intervals a
+measurement carries. Each study kind that has claims declares them, and the column mapping
+of its outputs, in its package's ``claims`` module (``ibrobust.studies.<kind>.claims``,
+e.g. :mod:`ibrobust.studies.prelu.claims`) with this vocabulary; the ledger that gathers
+every study's claims is :mod:`ibrobust.ledger`, a layer above the studies.
 """

@@ -28,11 +28,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ibrobust.claims.intervals import LEVEL, Interval, censored, t_interval, units_needed
+from ibrobust.claims.citations import Citation
+from ibrobust.claims.intervals import (
+    LEVEL,
+    Interval,
+    censored,
+    slope_interval,
+    t_interval,
+    units_needed,
+)
 
 HOLDS, WEAKER, FAILS = "holds", "holds weaker", "does not hold"
-INCONCLUSIVE, NOT_RUN = "inconclusive", "not run"
-VERDICTS = (HOLDS, WEAKER, INCONCLUSIVE, FAILS, NOT_RUN)
+INCONCLUSIVE, NOT_APPLICABLE, NOT_RUN = "inconclusive", "not applicable", "not run"
+VERDICTS = (HOLDS, WEAKER, INCONCLUSIVE, FAILS, NOT_APPLICABLE, NOT_RUN)
+JUDGED = (HOLDS, WEAKER, INCONCLUSIVE, FAILS)  # verdicts decided on a measurement
 
 
 class SummaryError(ValueError):
@@ -42,6 +51,13 @@ class SummaryError(ValueError):
 class NotRun(Exception):  # noqa: N818  (a verdict, not an error)
     """Raised by a claim's ``compute`` when the outputs hold no rows to measure it on
     (e.g. a readout the study did not evaluate); the message is the reason."""
+
+
+class NotApplicable(Exception):  # noqa: N818  (a verdict, not an error)
+    """Raised by a claim's ``compute`` (or returned as a reason by its ``not_applicable``)
+    when the study cannot test the claim by construction, whatever its numbers: e.g. one run
+    where the claim needs an interval over runs, or a study configured to stop before the
+    claimed regime. The message is the reason."""
 
 
 # ---- sources: one file of a study and its column mapping ------------------------------------
@@ -167,12 +183,45 @@ class Measurement:
     note: str = ""
     interval: Interval | Callable[[float], Interval | None] | None = None
     points: int | None = None
+    # the units' names, for the fragility note (e.g. ("seed 0", "seed 1", "seed 2"))
+    labels: tuple[str, ...] | None = None
+    # leave-one-unit-out measurements where ``interval`` is not the t interval over
+    # ``values`` (e.g. a pooled slope over seeds): (dropped unit's name, measurement)
+    jackknife: Callable[[], list[tuple[str, Measurement]]] | None = None
 
     def __post_init__(self) -> None:
         if not self.values:
             raise NotRun("no values to measure")
         if any(not math.isfinite(v) for v in self.values):
             raise ValueError(f"measurement values must be finite, got {self.values}")
+        if self.labels is not None and len(self.labels) != len(self.values):
+            raise ValueError(f"{len(self.labels)} labels for {len(self.values)} values")
+
+    def leave_one_out(self) -> list[tuple[str, Measurement]] | None:
+        """The measurement without each of its units in turn: (unit's name, measurement).
+        From ``jackknife`` where the interval stands on something else than ``values``;
+        None where no unit can be left out (one unit, or an interval over the points of one
+        run: points are not units the verdict's robustness is asked about)."""
+        if self.jackknife is not None:
+            return self.jackknife()
+        if self.interval is not None or len(self.values) < 2:
+            return None
+        # without labels the units have no names: say which one by its place, not as "seed 1"
+        # (which reads as seed id 1 where the seeds are 0, 1, 2)
+        names = self.labels or tuple(
+            f"the {_ordinal(i + 1)} of {self.n} {self.unit}" for i in range(self.n)
+        )
+        return [
+            (
+                names[i],
+                replace(
+                    self,
+                    values=self.values[:i] + self.values[i + 1 :],
+                    labels=None if self.labels is None else names[:i] + names[i + 1 :],
+                ),
+            )
+            for i in range(self.n)
+        ]
 
     @property
     def n(self) -> int:
@@ -209,16 +258,69 @@ class Measurement:
         return iv
 
 
+def _ordinal(i: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= i % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(i % 10, "th")
+    return f"{i}{suffix}"
+
+
+def pooled_slope(
+    x: Sequence[float],
+    y: Sequence[float],
+    groups: Sequence,
+    unit: str,
+    note: str = "",
+    group_name: str = "seed",
+) -> Measurement:
+    """The least-squares slope of ``y`` on ``x`` common to the ``groups`` (an intercept per
+    group, :func:`ibrobust.claims.intervals.slope_interval`), as a measurement: its values are
+    the per-group slopes (groups with two or more x values), its interval the pooled slope's,
+    and leaving one group out refits without it (:func:`fragility`)."""
+    xs, ys, gs = np.asarray(x, float), np.asarray(y, float), np.asarray(groups)
+    names = list(dict.fromkeys(gs.tolist()))
+    slopes = []
+    for g in names:
+        sel = gs == g
+        if len(set(xs[sel].tolist())) >= 2:
+            slopes.append(float(np.polyfit(xs[sel], ys[sel], 1)[0]))
+    if not slopes:
+        raise NotRun(f"no {group_name} with two or more distinct x values")
+
+    def iv(level: float) -> Interval | None:
+        return slope_interval(xs, ys, unit, level, groups=gs)
+
+    def without() -> list[tuple[str, Measurement]]:
+        out = []
+        for g in names:
+            keep = gs != g
+            if len(set(gs[keep].tolist())) >= 1 and keep.sum() >= 3:
+                try:
+                    out.append(
+                        (f"{group_name} {g}",
+                         pooled_slope(xs[keep], ys[keep], gs[keep], unit, note, group_name))
+                    )  # fmt: skip
+                except NotRun:
+                    continue
+        return out
+
+    return Measurement(
+        tuple(slopes), unit=f"{group_name}s", note=note, interval=iv, jackknife=without
+    )
+
+
 @dataclass(frozen=True)
 class Rule:
     """A verdict rule: the strong region (the claim holds as the paper states it) and the
     weak region (it holds in the weaker form; contains the strong one), as intervals
     [lo, hi]. The verdict is decided on our number's interval (:func:`decide`); ``what``
-    names the value in the rule's words."""
+    names the value in the rule's words. ``strict``: the weak region's finite bounds are
+    exclusive (a direction: "> 0", "more robust"), and so is a strong bound on one of them;
+    an interval that only touches such a bound (a tie on every unit: [0, 0]) is outside."""
 
     what: str
     strong: tuple[float, float]
     weak: tuple[float, float]
+    strict: bool = False
 
     def __post_init__(self) -> None:
         for lo, hi in (self.strong, self.weak):
@@ -230,9 +332,16 @@ class Rule:
     def text(self, level: float = LEVEL) -> str:
         pct = f"{100 * level:g} %"
         return (
-            f"holds: the {pct} interval of {self.what} {_region(self.strong)}; holds weaker: "
-            f"{_region(self.weak)}; does not hold: wholly outside it; else inconclusive"
+            f"holds: the {pct} interval of {self.what} {_region(self.strong, self._open(self.strong))}"
+            f"; holds weaker: {_region(self.weak, self._open(self.weak))}; does not hold: wholly "
+            "outside it; else inconclusive"
         )
+
+    def _open(self, region: tuple[float, float]) -> tuple[bool, bool]:
+        """Which ends of ``region`` (strong or weak) are exclusive."""
+        if not self.strict:
+            return (False, False)
+        return (region[0] == self.weak[0], region[1] == self.weak[1])
 
     def thresholds(self) -> list[float]:
         return [v for v in (*self.weak, *self.strong) if math.isfinite(v)]
@@ -242,23 +351,27 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _region(iv: tuple[float, float]) -> str:
+def _region(iv: tuple[float, float], open_: tuple[bool, bool] = (False, False)) -> str:
     lo, hi = iv
     if lo == -math.inf and hi == math.inf:
         return "anywhere"
     if lo == -math.inf:
-        return f"<= {_fmt(hi)}"
+        return f"{'<' if open_[1] else '<='} {_fmt(hi)}"
     if hi == math.inf:
-        return f">= {_fmt(lo)}"
-    return f"within [{_fmt(lo)}, {_fmt(hi)}]"
+        return f"{'>' if open_[0] else '>='} {_fmt(lo)}"
+    return f"within {'(' if open_[0] else '['}{_fmt(lo)}, {_fmt(hi)}{')' if open_[1] else ']'}"
 
 
-def _within(lo: float, hi: float, region: tuple[float, float]) -> bool:
-    return region[0] <= lo and hi <= region[1]
+def _within(lo: float, hi: float, region: tuple[float, float], open_=(False, False)) -> bool:
+    above = lo > region[0] if open_[0] else lo >= region[0]
+    below = hi < region[1] if open_[1] else hi <= region[1]
+    return above and below
 
 
-def _disjoint(lo: float, hi: float, region: tuple[float, float]) -> bool:
-    return hi < region[0] or lo > region[1]
+def _disjoint(lo: float, hi: float, region: tuple[float, float], open_=(False, False)) -> bool:
+    under = hi <= region[0] if open_[0] else hi < region[0]
+    over = lo >= region[1] if open_[1] else lo > region[1]
+    return under or over
 
 
 @dataclass(frozen=True)
@@ -286,11 +399,12 @@ def decide(rule: Rule, m: Measurement, level: float = LEVEL) -> Decision:
             f"{m.unit} are needed",
         )
     lo, hi = iv.lo, iv.hi
-    if _within(lo, hi, rule.strong):
+    if _within(lo, hi, rule.strong, rule._open(rule.strong)):
         return Decision(HOLDS)
-    if _within(lo, hi, rule.weak):
+    weak = rule._open(rule.weak)
+    if _within(lo, hi, rule.weak, weak):
         return Decision(WEAKER, _straddled(iv, rule.strong, "strong", m))
-    if _disjoint(lo, hi, rule.weak):
+    if _disjoint(lo, hi, rule.weak, weak):
         return Decision(FAILS)
     return Decision(INCONCLUSIVE, _straddled(iv, rule.weak, "weak", m))
 
@@ -298,7 +412,7 @@ def decide(rule: Rule, m: Measurement, level: float = LEVEL) -> Decision:
 def _straddled(iv: Interval, region: tuple[float, float], which: str, m: Measurement) -> str:
     """Which bound of ``region`` lies inside ``iv``, and the units an estimate says would
     move the interval off it."""
-    inside = [b for b in region if math.isfinite(b) and iv.lo < b < iv.hi]
+    inside = [b for b in region if math.isfinite(b) and iv.lo <= b <= iv.hi]
     if not inside:
         return ""
     b = min(inside, key=lambda t: abs(t - iv.center))
@@ -313,16 +427,45 @@ def _straddled(iv: Interval, region: tuple[float, float], which: str, m: Measure
     return f"{text}; about {need} {unit} would decide (now {iv.n}, from the measured spread)"
 
 
-def at_least(what: str, strong: float, weak: float) -> Rule:
-    return Rule(what, (strong, math.inf), (weak, math.inf))
+@dataclass(frozen=True)
+class Fragility:
+    """Whether a verdict survives leaving out any one unit: ``fragile`` True (some unit's
+    removal changes it; ``reason`` says which and to what), False, or None (not assessed:
+    the measurement has no unit to leave out)."""
+
+    fragile: bool | None
+    reason: str = ""
 
 
-def at_most(what: str, strong: float, weak: float) -> Rule:
-    return Rule(what, (-math.inf, strong), (-math.inf, weak))
+def fragility(rule: Rule, m: Measurement, level: float = LEVEL) -> Fragility:
+    """A verdict is *fragile* when dropping any one unit (seed, draw or run) changes it
+    (:meth:`Measurement.leave_one_out`). Pure."""
+    subsets = m.leave_one_out()
+    if not subsets:
+        return Fragility(None, "not assessed: no unit to leave out")
+    base = decide(rule, m, level).verdict
+    changed = []
+    for name, sub in subsets:
+        v = decide(rule, sub, level).verdict
+        if v != base:
+            changed.append(f"without {name}: {v}")
+    if changed:
+        return Fragility(True, "; ".join(changed))
+    return Fragility(False)
 
 
-def between(what: str, strong: tuple[float, float], weak: tuple[float, float]) -> Rule:
-    return Rule(what, strong, weak)
+def at_least(what: str, strong: float, weak: float, strict: bool = False) -> Rule:
+    return Rule(what, (strong, math.inf), (weak, math.inf), strict)
+
+
+def at_most(what: str, strong: float, weak: float, strict: bool = False) -> Rule:
+    return Rule(what, (-math.inf, strong), (-math.inf, weak), strict)
+
+
+def between(
+    what: str, strong: tuple[float, float], weak: tuple[float, float], strict: bool = False
+) -> Rule:
+    return Rule(what, strong, weak, strict)
 
 
 # ---- the claim ------------------------------------------------------------------------------
@@ -345,13 +488,22 @@ Compute = Callable[[Mapping[str, pd.DataFrame], StudyContext], Measurement]
 class Claim:
     """One claim of a paper, as the ledger checks it (see the module docstring).
 
+    ``citation``: where it comes from (document, place, quote, scope); ``derivation``:
+    how ``rule``'s strong and weak regions follow from the quote (the source's number within
+    its own spread or the theory's constant for the strong region, the same direction for the
+    weak one; a trend judged over the grid the source shows);
     ``sources``: the names of the study's :class:`Source` s that ``compute`` reads;
     ``setting``: what the row is about within the study (dataset, readout, regime);
     ``applies``: None, or a function of the context returning why the claim cannot be run
-    in this configuration (e.g. the MNIST half is not configured)."""
+    in this configuration (e.g. the MNIST half is not configured): "not run";
+    ``not_applicable``: None, or a function of the context returning why the study cannot
+    test the claim by construction (e.g. it stops before the claimed regime): "not
+    applicable" (``compute`` may also raise :class:`NotApplicable`)."""
 
     id: str
     claim: str
+    citation: Citation
+    derivation: str
     paper: str
     measure: str
     rule: Rule
@@ -359,6 +511,11 @@ class Claim:
     sources: tuple[str, ...] = ("summary",)
     setting: str = ""
     applies: Callable[[StudyContext], str | None] | None = None
+    not_applicable: Callable[[StudyContext], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.derivation.strip():
+            raise ValueError(f"claim {self.id}: a rule needs its derivation from the source")
 
     def verdict(self, m: Measurement, level: float = LEVEL) -> Decision:
         return decide(self.rule, m, level)

@@ -245,7 +245,9 @@ def units_needed(iv: Interval, threshold: float) -> int | None:
     threshold (no number of units decides it) or the side toward it is unbounded."""
     dist = abs(iv.center - threshold)
     side = iv.center - iv.lo if threshold < iv.center else iv.hi - iv.center
-    if dist == 0 or not math.isfinite(side):
+    # on the threshold up to float rounding (a mean of 0.0, 0.03, 0.04, 0.05 is 0.03 - 3e-18):
+    # sitting on it, not "10^30 units would decide"
+    if dist <= 1e-12 * max(abs(iv.center), abs(threshold)) or not math.isfinite(side):
         return None
     if side < dist:  # already excluded on that side
         return iv.n
@@ -257,6 +259,8 @@ def units_needed(iv: Interval, threshold: float) -> int | None:
 def _t_units(sd: float, dist: float, level: float, start: int) -> int:
     # the normal approximation is a lower bound on the answer; step up from it
     n = max(start, 2, math.ceil((_z(level) * sd / dist) ** 2))
+    if n > 10**6:  # t(n - 1) is z to 1e-6 there (and scipy takes no df past a C long)
+        return n
     while _t(level, n - 1) * sd / math.sqrt(n) >= dist:
         n += 1
     return n

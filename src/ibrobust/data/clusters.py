@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ibrobust.errors import SettingError
+
 if TYPE_CHECKING:
     import torch
 
@@ -41,37 +43,42 @@ class ClusterDataConfig:
 
     def __post_init__(self) -> None:
         if self.d < 1:
-            raise ValueError(f"d must be >= 1, got {self.d}")
+            raise SettingError("d", f"d must be >= 1, got {self.d}")
         if self.k < 2 or self.k > self.d:
-            raise ValueError(f"k must satisfy 2 <= k <= d={self.d}, got {self.k}")
+            raise SettingError("k", f"k must satisfy 2 <= k <= d={self.d}, got {self.k}")
         if self.basis not in ("random", "standard"):
-            raise ValueError(f"basis must be 'random' or 'standard', got {self.basis!r}")
+            raise SettingError("basis", f"basis must be 'random' or 'standard', got {self.basis!r}")
         if not (math.isfinite(self.sigma) and self.sigma >= 0):  # NaN noise: an all-NaN set
-            raise ValueError(f"sigma must be finite and >= 0, got {self.sigma}")
+            raise SettingError("sigma", f"sigma must be finite and >= 0, got {self.sigma}")
         if self.mean_norm is not None and not (
             math.isfinite(self.mean_norm) and self.mean_norm > 0
         ):
-            raise ValueError(f"mean_norm must be finite and > 0, got {self.mean_norm}")
+            raise SettingError(
+                "mean_norm", f"mean_norm must be finite and > 0, got {self.mean_norm}"
+            )
         if self.alpha is not None and not (math.isfinite(self.alpha) and self.alpha >= 0):
-            raise ValueError(f"alpha must be finite and >= 0, got {self.alpha}")
+            raise SettingError("alpha", f"alpha must be finite and >= 0, got {self.alpha}")
         if self.n_train < 1 or self.n_test < 1:
-            raise ValueError(f"n_train and n_test must be >= 1, got {self.n_train}, {self.n_test}")
+            raise SettingError(
+                "n_train", f"n_train and n_test must be >= 1, got {self.n_train}, {self.n_test}"
+            )
         pos = self.positive_clusters
         if (
             not 1 <= len(pos) < self.k
             or len(set(pos)) != len(pos)
             or not all(0 <= j < self.k for j in pos)
         ):
-            raise ValueError(
+            raise SettingError(
+                "positive",
                 f"positive must list 1 to k-1={self.k - 1} distinct clusters in [0, {self.k}), "
-                f"got {pos}"
+                f"got {pos}",
             )
 
     @property
     def positive_clusters(self) -> tuple[int, ...]:
         if self.positive is None:
             if self.k % 2:
-                raise ValueError(f"k must be even for a balanced split, got {self.k}")
+                raise SettingError("k", f"k must be even for a balanced split, got {self.k}")
             return tuple(range(self.k // 2))
         return tuple(int(j) for j in self.positive)
 
@@ -95,14 +102,9 @@ def config_from_dict(d: dict) -> ClusterDataConfig:
 
 def check(entry: dict, where: str) -> None:
     """A ``datasets`` entry's values as :class:`ClusterDataConfig` checks them (k <= d, a
-    balanced split needs an even k, ``positive`` within [0, k), ...); ConfigError naming the
-    key (``where`` is the entry's key path)."""
-    from ibrobust.config import config_error
-
-    try:
-        config_from_dict(entry).positive_clusters  # noqa: B018  (raises for an odd k)
-    except ValueError as err:
-        raise config_error(where, err, entry) from None
+    balanced split needs an even k, ``positive`` within [0, k), ...): a SettingError naming
+    the setting (the registry adds ``where``, the entry's key path)."""
+    config_from_dict(entry).positive_clusters  # noqa: B018  (raises for an odd k)
 
 
 @dataclass

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ibrobust.errors import SettingError
+
 SOURCES = ("mnist", "cifar10", "npz", "imagefolder")
 SPLITS = ("parity", "halves", "explicit")
 TORCHVISION_SOURCES = ("mnist", "cifar10")
@@ -49,47 +51,54 @@ class ImageDataConfig:
 
     def _check_source(self) -> None:
         if self.source not in SOURCES:
-            raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}")
+            raise SettingError("source", f"source must be one of {SOURCES}, got {self.source!r}")
         if self.source in TORCHVISION_SOURCES:
             if self.path is not None:
-                raise ValueError(
+                raise SettingError(
+                    "path",
                     f"path must be null for source {self.source!r} (torchvision's layout under "
-                    f"data_root), got {self.path!r}"
+                    f"data_root), got {self.path!r}",
                 )
         elif not isinstance(self.path, str | os.PathLike) or not str(self.path):
-            raise ValueError(f"path is required for source {self.source!r}, got {self.path!r}")
+            raise SettingError(
+                "path", f"path is required for source {self.source!r}, got {self.path!r}"
+            )
         if not isinstance(self.download, bool):
-            raise ValueError(f"download must be true or false, got {self.download!r}")
+            raise SettingError("download", f"download must be true or false, got {self.download!r}")
         if self.download and self.source not in TORCHVISION_SOURCES:
-            raise ValueError(
+            raise SettingError(
+                "download",
                 f"download: true applies to torchvision sources {TORCHVISION_SOURCES} only, "
-                f"not source {self.source!r}"
+                f"not source {self.source!r}",
             )
 
     def _check_split(self) -> None:
         if self.split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+            raise SettingError("split", f"split must be one of {SPLITS}, got {self.split!r}")
         if self.split == "explicit":
             pos, neg = self._class_ids("positive"), self._class_ids("negative")
             if set(pos) & set(neg):  # the later list names the offending key
-                raise ValueError(
+                raise SettingError(
+                    "negative",
                     f"negative {neg} and positive {pos} share class(es) "
-                    f"{sorted(set(pos) & set(neg))}: a class is in both"
+                    f"{sorted(set(pos) & set(neg))}: a class is in both",
                 )
         else:
             for name in ("positive", "negative"):
                 if getattr(self, name) is not None:
-                    raise ValueError(
+                    raise SettingError(
+                        name,
                         f"{name} is only for split 'explicit'; split {self.split!r} fixes the "
-                        f"classes itself, got {name}={getattr(self, name)!r}"
+                        f"classes itself, got {name}={getattr(self, name)!r}",
                     )
         known = KNOWN_NUM_CLASSES.get(self.source)
         if known is not None and self.split == "explicit":
             for name in ("positive", "negative"):
                 bad = [c for c in getattr(self, name) if c >= known]
                 if bad:
-                    raise ValueError(
-                        f"{name} has class id(s) {bad} outside [0, {known}) of source {self.source!r}"
+                    raise SettingError(
+                        name,
+                        f"{name} has class id(s) {bad} outside [0, {known}) of source {self.source!r}",
                     )
 
     def _check_sizes(self) -> None:
@@ -99,33 +108,41 @@ class ImageDataConfig:
             if n is None:
                 continue
             if not isinstance(n, int | np.integer) or isinstance(n, bool) or n < 1:
-                raise ValueError(f"{name} must be a positive integer or null, got {n!r}")
+                raise SettingError(name, f"{name} must be a positive integer or null, got {n!r}")
             if k is not None and n < k:
-                raise ValueError(f"{name}={n} is below the {k} kept classes; need one per class")
+                raise SettingError(
+                    name, f"{name}={n} is below the {k} kept classes; need one per class"
+                )
         if self.holdout is not None and (
             not isinstance(self.holdout, int | np.integer)
             or isinstance(self.holdout, bool)
             or self.holdout < 1
         ):
-            raise ValueError(f"holdout must be a positive integer or null, got {self.holdout!r}")
+            raise SettingError(
+                "holdout", f"holdout must be a positive integer or null, got {self.holdout!r}"
+            )
         if self.channels not in (None, 1, 3):
-            raise ValueError(f"channels must be 1, 3 or null, got {self.channels!r}")
+            raise SettingError("channels", f"channels must be 1, 3 or null, got {self.channels!r}")
         fixed = KNOWN_CHANNELS.get(self.source)
         if self.channels is not None and fixed is not None and self.channels != fixed:
-            raise ValueError(
-                f"channels={self.channels} but source {self.source!r} has {fixed} channel(s)"
+            raise SettingError(
+                "channels",
+                f"channels={self.channels} but source {self.source!r} has {fixed} channel(s)",
             )
 
     def _class_ids(self, name: str) -> tuple[int, ...]:
         ids = getattr(self, name)
         if not isinstance(ids, tuple | list) or len(ids) == 0:
-            raise ValueError(
-                f"{name} must be given: split 'explicit' needs a non-empty {name} list, got {ids!r}"
+            raise SettingError(
+                name,
+                f"{name} must be given: split 'explicit' needs a non-empty {name} list, got {ids!r}",
             )
         if not all(isinstance(c, int | np.integer) and not isinstance(c, bool) for c in ids):
-            raise ValueError(f"{name} must list integer class ids, got {ids!r}")
+            raise SettingError(name, f"{name} must list integer class ids, got {ids!r}")
         if any(c < 0 for c in ids) or len(set(ids)) != len(ids):
-            raise ValueError(f"{name} must list distinct non-negative class ids, got {ids!r}")
+            raise SettingError(
+                name, f"{name} must list distinct non-negative class ids, got {ids!r}"
+            )
         return tuple(int(c) for c in ids)
 
     @property

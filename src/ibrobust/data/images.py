@@ -221,14 +221,9 @@ def entry_config(spec: Mapping) -> ImageDataConfig:
 
 def check(entry: Mapping, where: str) -> None:
     """A ``datasets`` entry's values as :class:`ImageDataConfig` checks them (a path for npz
-    and imagefolder only, an explicit split's classes, subset sizes, ...); ConfigError
-    naming the key (``where`` is the entry's key path). Reads no file."""
-    from ibrobust.config import config_error
-
-    try:
-        entry_config(entry)
-    except ValueError as err:
-        raise config_error(where, err, entry) from None
+    and imagefolder only, an explicit split's classes, subset sizes, ...): a SettingError
+    naming the setting (the registry adds ``where``, the entry's key path). Reads no file."""
+    entry_config(entry)
 
 
 def preflight(entries: Mapping[str, Mapping], data_root: str | os.PathLike) -> list[str]:

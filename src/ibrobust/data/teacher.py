@@ -37,6 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ibrobust.errors import SettingError
+
 if TYPE_CHECKING:
     import torch
 
@@ -58,19 +60,21 @@ class TeacherConfig:
 
     def __post_init__(self) -> None:
         if self.d < 1:
-            raise ValueError(f"d must be >= 1, got {self.d}")
+            raise SettingError("d", f"d must be >= 1, got {self.d}")
         if not 1 <= self.k_w <= self.d:
-            raise ValueError(f"k_w must satisfy 1 <= k_w <= d={self.d}, got {self.k_w}")
+            raise SettingError("k_w", f"k_w must satisfy 1 <= k_w <= d={self.d}, got {self.k_w}")
         if not 1 <= self.k_x <= self.d:
-            raise ValueError(f"k_x must satisfy 1 <= k_x <= d={self.d}, got {self.k_x}")
+            raise SettingError("k_x", f"k_x must satisfy 1 <= k_x <= d={self.d}, got {self.k_x}")
         if self.entries not in ENTRIES:
-            raise ValueError(f"entries must be one of {ENTRIES}, got {self.entries!r}")
+            raise SettingError("entries", f"entries must be one of {ENTRIES}, got {self.entries!r}")
         if self.w_support not in W_SUPPORTS:
-            raise ValueError(f"w_support must be one of {W_SUPPORTS}, got {self.w_support!r}")
+            raise SettingError(
+                "w_support", f"w_support must be one of {W_SUPPORTS}, got {self.w_support!r}"
+            )
         if self.n_train < 1:
-            raise ValueError(f"n_train must be >= 1, got {self.n_train}")
+            raise SettingError("n_train", f"n_train must be >= 1, got {self.n_train}")
         if self.n_test < 1:
-            raise ValueError(f"n_test must be >= 1, got {self.n_test}")
+            raise SettingError("n_test", f"n_test must be >= 1, got {self.n_test}")
 
 
 @dataclass
@@ -105,13 +109,8 @@ def teacher_config(dataset: Mapping, n_train: int = 1) -> TeacherConfig:
 
 def check(entry: Mapping, where: str) -> None:
     """A ``datasets`` entry's values as :class:`TeacherConfig` checks them (k_w, k_x <= d);
-    ConfigError naming the key (``where`` is the entry's key path)."""
-    from ibrobust.config import config_error
-
-    try:
-        teacher_config(entry)
-    except ValueError as err:
-        raise config_error(where, err, entry) from None
+    a SettingError naming the setting (the registry adds ``where``, the entry's key path)."""
+    teacher_config(entry)
 
 
 def _entries(shape: tuple[int, ...], entries: str, generator: torch.Generator) -> torch.Tensor:

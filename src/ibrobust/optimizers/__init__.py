@@ -6,9 +6,11 @@ maps an entry to the fields of :class:`ibrobust.training.network.NetTrainConfig`
 (``train_fields``) and builds its torch optimizer (``torch_optimizer``); one that trains
 Study PRICE-LIN's linear models (``trains: linear``: ``steepest``, ``diag_gd``) names its
 robust-ERM algorithm (``algorithm``) and its :class:`~ibrobust.training.robust_erm.
-RobustERMConfig` fields (``erm_fields``). The math lives in :mod:`ibrobust.optim` and
-:mod:`ibrobust.training`; these modules only translate settings, and import without torch
-(the claims ledger and the figure jobs read the linear kinds' algorithms).
+RobustERMConfig` fields (``erm_fields``). The network kinds' robust-ERM block
+(``adversarial``) is :mod:`ibrobust.optimizers.adversarial`, their ``check``. The math lives
+in :mod:`ibrobust.updates` and :mod:`ibrobust.training`; these modules only translate
+settings, and import without torch (the config validation, the claims ledger and the figure
+jobs read them).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ibrobust.optimizers import NETWORK_KEYS, renamed
+from ibrobust.optimizers import NETWORK_KEYS, adversarial, renamed
 
 # entry key -> NetTrainConfig field (matmul: read by the prelu path; eval_points: by the
 # curve recorder)
@@ -17,6 +17,11 @@ KEYS = {
     "betas": "betas",
     "weight_decay": "weight_decay",
 }
+
+
+def check(entry: dict, where: str) -> None:
+    """Its robust-ERM block ``adversarial`` (:func:`ibrobust.optimizers.adversarial.check`)."""
+    adversarial.check(entry, where)
 
 
 def train_fields(entry: dict) -> dict[str, Any]:

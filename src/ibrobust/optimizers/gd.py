@@ -1,12 +1,12 @@
 """The optimizer kind ``gd``: full-batch steepest descent on a network w.r.t. ``norm`` (l2 =
 gradient descent, linf = sign descent, l1 = coordinate descent), constant step ``lr``; one
-epoch is one step (:class:`ibrobust.optim.steepest.SteepestDescent`)."""
+epoch is one step (:class:`ibrobust.updates.steepest.SteepestDescent`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ibrobust.optimizers import NETWORK_KEYS, renamed
+from ibrobust.optimizers import NETWORK_KEYS, adversarial, renamed
 
 # entry key -> NetTrainConfig field (method and lr_schedule: read by the gram_gd path /
 # constant only; eval_points: by the curve recorder)
@@ -19,6 +19,11 @@ KEYS = {
 }
 
 
+def check(entry: dict, where: str) -> None:
+    """Its robust-ERM block ``adversarial`` (:func:`ibrobust.optimizers.adversarial.check`)."""
+    adversarial.check(entry, where)
+
+
 def train_fields(entry: dict) -> dict[str, Any]:
     """NetTrainConfig fields of a ``gd`` entry."""
     return renamed(entry, KEYS)
@@ -26,6 +31,6 @@ def train_fields(entry: dict) -> dict[str, Any]:
 
 def torch_optimizer(params, cfg):
     """Steepest descent in ``cfg.norm`` with step ``cfg.lr`` (``cfg.scale``: dual / unit)."""
-    from ibrobust.optim.steepest import SteepestDescent
+    from ibrobust.updates.steepest import SteepestDescent
 
     return SteepestDescent(params, lr=cfg.lr, norm=cfg.norm, scale=cfg.scale)

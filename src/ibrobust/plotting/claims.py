@@ -3,7 +3,7 @@
 Each row has its own x axis (claims measure different things): the weak region shaded
 light, the strong region dark, our mean as a dot and its interval as a bar, coloured by the
 verdict. A row whose values and thresholds are all positive and span more than two
-decades is drawn on a log axis. Reads only the ledger table (``ibrobust.claims.ledger``:
+decades is drawn on a log axis. Reads only the ledger table (``ibrobust.ledger.table``:
 columns ``ci_lo``/``ci_hi`` and the rule's ``strong_lo``... ``weak_hi``).
 """
 
@@ -17,12 +17,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-VERDICT_COLORS = {
-    "holds": "#1a7f37",
-    "holds weaker": "#9a6700",
-    "inconclusive": "#6e7781",
-    "does not hold": "#cf222e",
-}
+from ibrobust.plotting.colors import VERDICT_COLORS  # noqa: E402
+
+JUDGED = ("holds", "holds weaker", "inconclusive", "does not hold")  # drawn: they have a number
 STRONG, WEAK = "#b7e4c7", "#eef7f0"
 ROW_HEIGHT = 0.42  # inches per claim
 
@@ -45,9 +42,10 @@ def row_limits(row: pd.Series) -> tuple[float, float, bool]:
 
 
 def claims_figure(ledger: pd.DataFrame, title: str = "Claims ledger") -> plt.Figure:
-    """The figure of every claim that ran (not-run claims are left out; the title counts
-    them)."""
-    ran = ledger[ledger["verdict"] != "not run"].reset_index(drop=True)
+    """The figure of every claim that was judged (not-run and not-applicable claims are left
+    out; the title counts them). A fragile verdict (it changes when one unit is left out)
+    gets a hollow marker."""
+    ran = ledger[ledger["verdict"].isin(JUDGED)].reset_index(drop=True)
     n = max(len(ran), 1)
     fig, axes = plt.subplots(n, 1, figsize=(9.5, 0.9 + ROW_HEIGHT * n), squeeze=False)
     for ax, (_, row) in zip(axes[:, 0], ran.iterrows(), strict=False):
@@ -55,13 +53,16 @@ def claims_figure(ledger: pd.DataFrame, title: str = "Claims ledger") -> plt.Fig
     if ran.empty:
         axes[0, 0].set_axis_off()
     skipped = len(ledger) - len(ran)
-    fig.suptitle(f"{title}: {len(ran)} claims ran" + (f", {skipped} not run" if skipped else ""),
+    fig.suptitle(f"{title}: {len(ran)} claims judged"
+                 + (f", {skipped} not run or not applicable" if skipped else ""),
                  fontsize=10, y=1 - 0.25 / (0.9 + ROW_HEIGHT * n))  # fmt: skip
-    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=v)
-               for v, c in VERDICT_COLORS.items()]  # fmt: skip
+    handles = [plt.Line2D([], [], color=VERDICT_COLORS[v], marker="o", lw=2, label=v)
+               for v in JUDGED]  # fmt: skip
+    handles.append(plt.Line2D([], [], color="black", marker="o", mfc="white", lw=0,
+                              label="fragile"))  # fmt: skip
     handles += [plt.Rectangle((0, 0), 1, 1, color=STRONG, label="strong region"),
                 plt.Rectangle((0, 0), 1, 1, color=WEAK, ec="#cccccc", label="weak region")]  # fmt: skip
-    fig.legend(handles=handles, loc="lower center", ncol=6, fontsize=7, frameon=False)
+    fig.legend(handles=handles, loc="lower center", ncol=7, fontsize=7, frameon=False)
     fig.subplots_adjust(left=0.42, right=0.97, top=1 - 0.55 / (0.9 + ROW_HEIGHT * n),
                         bottom=0.45 / (0.9 + ROW_HEIGHT * n), hspace=0.9)  # fmt: skip
     return fig
@@ -83,7 +84,8 @@ def _draw_row(ax: plt.Axes, row: pd.Series) -> None:
         if hi == math.inf:  # censored: no upper end
             ax.annotate("", (x1, 0), (max(lo, x0), 0),
                         arrowprops=dict(arrowstyle="->", color=color, lw=1.5))  # fmt: skip
-    ax.plot([row.ours_mean], [0], "o", color=color, ms=4.5)
+    fragile = str(row.get("fragile", "")).strip().lower() == "true"
+    ax.plot([row.ours_mean], [0], "o", color=color, ms=4.5, mfc="white" if fragile else color)
     ax.set_xlim(x0, x1)
     ax.set_ylim(-1, 1)
     ax.set_yticks([])
@@ -94,7 +96,8 @@ def _draw_row(ax: plt.Axes, row: pd.Series) -> None:
     setting = setting if len(setting) <= 48 else setting[:46] + "..."
     ax.text(-0.01, 0.5, f"{row.id}\n{setting}", transform=ax.transAxes, ha="right",
             va="center", fontsize=6.5, color=color)  # fmt: skip
-    ax.text(1.0, 0.95, f"{row.verdict} ({_units(row)})", transform=ax.transAxes, ha="right",
+    verdict = f"{row.verdict}{', fragile' if fragile else ''}"
+    ax.text(1.0, 0.95, f"{verdict} ({_units(row)})", transform=ax.transAxes, ha="right",
             va="bottom", fontsize=5.5, color=color)  # fmt: skip
 
 

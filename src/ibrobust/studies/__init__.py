@@ -5,7 +5,8 @@ planning: which parts it trains, which dataset sweeps it derives, which outputs 
 entry of the kind builds) with its schema fragment ``schema.yaml`` beside it, whose
 ``x-kind`` names its rules file (``rules``) and whether it trains through the generic
 network rules (``network``). The registry is :data:`ibrobust.kinds.STUDIES` (one line per
-kind); this module holds thin helpers over it. The config validation, the Snakefile
+kind); this module holds thin helpers over it, :mod:`~ibrobust.studies.expansion` the expanded
+config the studies derive (sweep variants, scale-ladder rungs). The config validation, the Snakefile
 (which includes the registered rules files) and the targets read them; none names a kind.
 
 A kind's package defines ``check`` and ``outputs``; ``task``, ``sweeps``, ``parts`` and
@@ -56,6 +57,11 @@ def hook(kind: str, name: str) -> Callable:
     if found is not None:
         return found
     return {"task": _task, "sweeps": _none, "optimizer_sweeps": _none}.get(name) or _parts(kind)
+
+
+def study_task(kind: str, supervision: str) -> str:
+    """What counts as correct for a model of a study kind: ``binary`` or ``fine``."""
+    return hook(kind, "task")(supervision)
 
 
 def rules_files() -> dict[str, str]:

@@ -18,7 +18,7 @@ from ibrobust.attacks.policy import (
     needs,
     radius_grids,
 )
-from ibrobust.config import ConfigError
+from ibrobust.errors import ConfigError
 from ibrobust.kinds import DATASETS, MODELS, OPTIMIZERS
 
 # how messages name what a dataset offers (a dataset kind's ``offers``)

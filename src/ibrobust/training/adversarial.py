@@ -38,11 +38,11 @@ import torch
 from torch import nn
 
 from ibrobust.attacks.pgd import PGDConfig, pgd
-from ibrobust.seeding import torch_generator
-from ibrobust.training.adversarial_config import (  # noqa: F401  (adversarial_from_dict re-exported)
+from ibrobust.optimizers.adversarial import (  # noqa: F401  (adversarial_from_dict re-exported)
     AdversarialConfig,
     adversarial_from_dict,
 )
+from ibrobust.seeding import torch_generator
 
 # supervision -> the attack loss whose ascent equals that of the training loss (see above)
 ATTACK_LOSS = {"binary": "margin", "multiclass": "ce"}

@@ -1,7 +1,7 @@
 """SGD with the loss-based learning rate on a homogeneous net, far below float64 (Study MARGIN).
 
 Each mini-batch step descends alpha * (L_B / L(t-1)) * grad log L_B
-(:mod:`ibrobust.optim.loss_based`), where log L_B is the log of the batch's mean
+(:mod:`ibrobust.updates.loss_based`), where log L_B is the log of the batch's mean
 cross-entropy computed from float64 logit differences by log-sum-exp
 (:func:`ibrobust.analysis.margin.log_ce`) and differentiated directly: the loss is never
 formed, so training goes on at L = 10^-300, 10^-1000, ... with finite steps. After every
@@ -38,8 +38,8 @@ from ibrobust.analysis.margin import (
     require_homogeneous,
     stats_from_logits,
 )
-from ibrobust.optim.loss_based import LossBasedLR, LossBasedLRConfig
 from ibrobust.seeding import torch_generator
+from ibrobust.updates.loss_based import LossBasedLR, LossBasedLRConfig
 
 PAPER_CHECKPOINTS = (-10.0, -15.0, -20.0, -120.0)  # log10 train loss of the paper's models 1-4
 # parameter dtypes a run may train in; logit differences and the loss are float64 in both

@@ -8,7 +8,7 @@ config entry:
   capability ``trains: network``); its module builds the torch optimizer
   (``torch_optimizer``) and maps a config entry to this module's fields (``train_fields``):
   ``"gd"``: full-batch steepest descent w.r.t. ``norm`` (l2 = gradient descent, linf =
-  sign descent, l1 = coordinate descent; :class:`ibrobust.optim.SteepestDescent`) with a
+  sign descent, l1 = coordinate descent; :class:`ibrobust.updates.SteepestDescent`) with a
   constant step ``lr``; ``"sgd"`` / ``"adam"``: minibatches.
 * A full-batch kind (capability ``full_batch``) steps once per epoch on the whole training
   set; the others take minibatches of ``batch_size`` (None = full batch) in an order drawn
@@ -36,7 +36,6 @@ import torch
 from torch import nn
 
 from ibrobust.kinds import OPTIMIZERS
-from ibrobust.optim.steepest import NORMS, SCALES
 from ibrobust.seeding import torch_generator
 from ibrobust.training.adversarial import (
     AdversarialConfig,
@@ -45,6 +44,7 @@ from ibrobust.training.adversarial import (
 )
 from ibrobust.training.losses import LOSSES, supervised_correct, supervised_loss
 from ibrobust.training.protocol import Fitted
+from ibrobust.updates.steepest import NORMS, SCALES
 
 
 @dataclass(frozen=True)

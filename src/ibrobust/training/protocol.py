@@ -11,7 +11,7 @@ update), ``loss`` is the mean training loss and ``acc`` the training accuracy on
 supervised labels; a path may add columns (``seconds``, ``full_loss``, ...). Loss names are
 :data:`ibrobust.training.losses.TRAINING_LOSSES`.
 
-:func:`ibrobust.experiments.networks.fit` is the only caller: it builds the net, calls the
+:func:`ibrobust.stages.networks.fit` is the only caller: it builds the net, calls the
 path and saves the state, history and checkpoints.
 """
 

@@ -16,8 +16,8 @@ Algorithms (``RobustERMConfig.algorithm``):
 * ``"diag_gd"`` gradient descent on (u, v) of the diagonal net w = u*u - v*v, init
   u = v = alpha / sqrt(d) (:mod:`ibrobust.models.diagonal`).
 
-The step directions come from :func:`ibrobust.optim.steepest.steepest_direction`, the
-same function :class:`~ibrobust.optim.steepest.SteepestDescent` uses, so the two cannot
+The step directions come from :func:`ibrobust.updates.steepest.steepest_direction`, the
+same function :class:`~ibrobust.updates.steepest.SteepestDescent` uses, so the two cannot
 diverge (a unit test runs both side by side).
 
 Numerics. Every step uses the loss-normalised gradient ``G = grad L / L = sum_i p_i
@@ -67,7 +67,7 @@ from dataclasses import dataclass
 import torch
 
 from ibrobust.models.diagonal import diagonal_init, diagonal_weight
-from ibrobust.optim.steepest import SCALES, TIES, adaptive_log_lr, dual_norm, steepest_direction
+from ibrobust.updates.steepest import SCALES, TIES, adaptive_log_lr, dual_norm, steepest_direction
 
 # the geometry of each algorithm (diag_gd: GD on (u, v))
 ALGORITHM_NORM = {"gd": "l2", "cd": "l1", "sd": "linf", "diag_gd": "l2"}
@@ -88,7 +88,7 @@ class RobustERMConfig:
         math.inf
     )  # cap eta_max of the adaptive step (the paper's finite value is not in our text)
     scale: str = "dual"  # "dual" (unnormalised steepest descent, Thm 4.3) | "unit" (normalised)
-    tie: str = "split"  # coordinate-descent tie rule (see ibrobust.optim.steepest)
+    tie: str = "split"  # coordinate-descent tie rule (see ibrobust.updates.steepest)
     zero_subgradient: str = "min_norm"  # d||w||_1 at w_j = 0: "min_norm" (soft threshold) | "zero"
     # the stopping rule's defaults = the schema's study_price_linear.stopping
     loss_threshold: float = 1e-4  # stop a problem once its train loss < this; 0 -> never

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ibrobust.config import ConfigError, sweep_dataset, typed
+from ibrobust.errors import ConfigError
 from ibrobust.kinds import DATASETS, MODELS
 from ibrobust.studies import figure_files, plan
 from ibrobust.studies.checks import (
@@ -27,6 +27,7 @@ from ibrobust.studies.checks import (
     check_registry_names,
     check_trained_models,
 )
+from ibrobust.studies.expansion import sweep_dataset, typed
 
 # what the study reads of its data: the cosines of the neurons with the cluster means, the
 # decomposition (their noise too), the robust reference (built from them)

@@ -11,10 +11,12 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ibrobust.claims.citations import FIGURE_READING, LI_2025, Citation
 from ibrobust.claims.core import (
     Claim,
     Column,
     Measurement,
+    NotApplicable,
     NotRun,
     Source,
     StudyContext,
@@ -24,7 +26,7 @@ from ibrobust.claims.core import (
     not_above,
     restricted,
 )
-from ibrobust.kinds import MODELS
+from ibrobust.kinds import MODELS, OPTIMIZERS, trainer
 from ibrobust.studies.feature_averaging.claims_scaling import scaling_claims
 
 # ---- column mapping (summary.csv) ----
@@ -32,6 +34,7 @@ SETTING = "setting"  # binary | multiclass | the reference's label
 BINARY, MULTICLASS = "binary", "multiclass"
 # the paper's hand-built robust net: its rows carry its kind's label (ibrobust.kinds.MODELS)
 REFERENCE = MODELS.capability("robust_reference", "label")
+GRAM_PATH = "gram_gd"  # the training path that keeps W(t) in W(0) + span{x_i} (kinds.TRAINERS)
 READOUT = "readout"  # optional: the binary readout of the row (absent: LEGACY_READOUT)
 LEGACY_READOUT = "sum"  # what the attack jobs used before readouts were a study list
 ATTACKS = ("pgd_margin", "pgd_ce", "universal")
@@ -52,6 +55,7 @@ SOURCES: dict[str, Source] = {
             Column(WORST, lo=0, nan_ok=True),  # NaN: never fell to 50 % on the grid
             *(Column(radius_col(a), lo=0, nan_ok=True, required=False) for a in ATTACKS),
             Column("fa_index", lo=0, hi=1, nan_ok=True, required=False),
+            Column("other_class_ratio", lo=0, nan_ok=True, required=False),
             Column("residual_max", lo=0, nan_ok=True, required=False),
             Column("cosine_same_class_mean", lo=-1, hi=1, nan_ok=True),
         ),
@@ -154,19 +158,6 @@ def kclass_over_binary(dataset: str, readout: str):
     return compute
 
 
-def ce_over_margin(dataset: str, readout: str):
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        sel = rows(src["summary"], dataset, MULTICLASS, readout)
-        for a in ("pgd_ce", "pgd_margin"):
-            if radius_col(a) not in sel:
-                raise NotRun(f"attack {a} was not run")
-        ce, cens = radii(sel, radius_col("pgd_ce"), ctx)
-        mg, _ = radii(sel, radius_col("pgd_margin"), ctx)
-        return Measurement(tuple(ce / mg), lower_bound=cens, points=points_of(ctx))
-
-    return compute
-
-
 def reference_over_sqrt_d(dataset: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         d, _ = _dk(ctx, dataset)
@@ -176,6 +167,68 @@ def reference_over_sqrt_d(dataset: str):
     return compute
 
 
+def universal_over_theory(dataset: str):
+    """Per seed: the 2-class net's critical radius under the universal direction alone over
+    sqrt(d/k)."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        d, k = _dk(ctx, dataset)
+        sel = rows(src["summary"], dataset, BINARY)
+        if radius_col("universal") not in sel:
+            raise NotRun("the universal-direction attack was not run")
+        r, cens = radii(sel, radius_col("universal"), ctx)
+        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(ctx))
+
+    return compute
+
+
+def clean_accuracy(dataset: str):
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        sel = rows(src["summary"], dataset, BINARY)
+        return Measurement(tuple(sel["clean_acc"]), points=points_of(ctx))
+
+    return compute
+
+
+def span_residual(dataset: str):
+    """The lambda decomposition's largest residual, on runs that train the weights
+    themselves: a run whose trainer keeps W(t) = W(0) + A(t) X (the GD kind's ``method:
+    gram``) is in the span by construction, so the claim is not applicable to it."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        d, k = _dk(ctx, dataset)
+        n = int(ctx.datasets[dataset].get("n_train", 0))
+        if n + k >= d:
+            raise NotApplicable(
+                f"the features and the training noises (k + n = {k + n} vectors in d = {d} "
+                "dimensions) span the whole input space, so every weight vector is in their "
+                "span: a study with n + k < d tests the lemma"
+            )
+        gram = [o for o in ctx.config["optimizers"] if _gram(ctx, o)]
+        if gram:
+            raise NotApplicable(
+                f"optimizer {gram[0]!r} trains in the span of the inputs by construction "
+                "(method: gram keeps W(t) = W(0) + A(t) X), so the residual is 0 up to "
+                "rounding whatever GD does; a study whose GD uses method: direct tests the "
+                "lemma"
+            )
+        return column_of(dataset, (BINARY, MULTICLASS), "residual_max")(src, ctx)
+
+    return compute
+
+
+def _gram(ctx: StudyContext, optimizer: str) -> bool:
+    """Whether a net of the study trains with ``optimizer`` on the Gram-space GD path with
+    ``method: gram`` (:func:`ibrobust.kinds.trainer`; sign descent or another norm trains by
+    autograd whatever its ``method`` says)."""
+    opt = ctx.optimizers.get(optimizer, {})
+    return any(
+        trainer(ctx.models[m], opt) == GRAM_PATH and OPTIMIZERS.setting(opt, "method") == "gram"
+        for m in ctx.config["models"]
+        if m in ctx.models
+    )
+
+
 def column_of(dataset: str, settings: tuple[str, ...], col: str, scale: float = 1.0):
     """``col`` x ``scale`` of every run of the ``settings`` (one value per run)."""
 
@@ -183,6 +236,8 @@ def column_of(dataset: str, settings: tuple[str, ...], col: str, scale: float = 
         vals: list[float] = []
         if col not in src["summary"]:
             raise NotRun(f"the summary has no {col!r} (no two-layer net: no lambda decomposition)")
+        if src["summary"][col].isna().all():
+            raise NotRun(f"column {col!r} is empty (no lambda decomposition of these runs)")
         for setting in settings:
             v = rows(src["summary"], dataset, setting)[col]
             if v.isna().any():
@@ -218,6 +273,27 @@ def first_order_ratio(dataset: str):
     return compute
 
 
+# ---- where the claims come from (Li, Pan, Lyu, Li, ICLR 2025: slides and ITCS 2024 talk) ----
+SCOPE = (
+    "full-batch GD (small learning rate eta = Theta(1/sqrt(d)), T = poly(d) steps), logistic "
+    "loss, two-layer ReLU net with the second layer fixed, k orthogonal clusters with "
+    "||mu_j|| = Theta(sqrt(d)), noise sigma = Theta(1), d large"
+)
+
+
+def _cite(where: str, quote: str, scope: str = SCOPE) -> Citation:
+    return Citation(LI_2025, where, quote, scope)
+
+
+# The ledger's reading of the paper's synthetic robustness figure (d = 3072, k = 10):
+# 2-class training 100 % robust to radius ~12, collapse by ~18; 10-class (argmax readout)
+# to ~34, collapse by ~44. The 50 % point of each curve lies between its two readings.
+BINARY_READING = (12.0, 18.0)
+KCLASS_READING = (34.0, 44.0)
+PAPER_D, PAPER_K = 3072, 10
+TOL = 0.10  # docs/studies/README.md, rule P2: a single number or a theory's constant, +-10 %
+
+
 def claims(ctx: StudyContext) -> list[Claim]:
     """Study FA's claims for each dataset of the study (and each readout it evaluates)."""
     out: list[Claim] = []
@@ -226,10 +302,10 @@ def claims(ctx: StudyContext) -> list[Claim]:
     for ds in cfg["datasets"]:
         d, k = _dk(ctx, ds)
         tag = f"{ds} (d={d}, k={k})"
-        per = _radius_claims(ds, tag) + _feature_claims(ds, tag, k)
+        per = _radius_claims(ds, tag, k) + _feature_claims(ds, tag, k)
         for ro in readouts_of(ctx):
-            per += _readout_claims(ds, f"{tag}, readout {ro}", ro)
-        per.append(_gradient_claim(ds, tag))
+            per.append(_readout_claim(ds, f"{tag}, readout {ro}", ro, k))
+        per.append(_gradient_claim(ds, tag, k))
         # several trained nets per dataset (fa_prelu: p = 1 and 3): one row set per net
         out += per if len(cells) == 1 else [c for x in cells for c in restricted(per, x, _ref)]
     return out + scaling_claims(BINARY)
@@ -240,62 +316,193 @@ def _ref(df: pd.DataFrame) -> pd.Series:
     return df[SETTING if SETTING in df else "label"] == REFERENCE
 
 
-def _radius_claims(ds: str, tag: str) -> list[Claim]:
+def _radius_claims(ds: str, tag: str, k: int) -> list[Claim]:
+    root = math.sqrt(PAPER_D / PAPER_K)
+    lo, hi = (round(r / root, 3) for r in BINARY_READING)
+    # below the robust reference's strong region (>= 0.4 sqrt(d) = 0.4 sqrt(k) x sqrt(d/k))
+    robust = round(0.4 * math.sqrt(k), 3)
     return [
         Claim(
             id="fa.binary_radius",
             setting=tag,
-            claim="GD on the 2-class labels learns the average of each class's features: "
-            "a non-robust net whose critical radius scales like sqrt(d/k).",
-            paper="100% robust accuracy to ~12, collapse by ~18 at d=3072, k=10 (sqrt(d/k)=17.5)",
+            claim="GD on the 2-class labels learns averaged features: a non-robust net whose "
+            "critical radius is of order sqrt(d/k).",
+            citation=_cite(
+                "slides 'Averaged Features are Non-robust Features' (Theorem); robustness "
+                "figure of the synthetic experiment",
+                "the model has nearly **zero δ -robust accuracy** for perturbation radius "
+                "$\\delta = \\Omega(\\sqrt{d/k})$",
+            ),
+            derivation=f"Strong (P1, the figure within its reading): the 2-class curve is at "
+            f"100 % to ~{BINARY_READING[0]:g} and collapsed by ~{BINARY_READING[1]:g} at d = "
+            f"{PAPER_D}, k = {PAPER_K} (sqrt(d/k) = {root:.1f}), so its 50 % point lies in "
+            f"[{lo}, {hi}] x sqrt(d/k). Weak (the same direction, non-robust): below the "
+            f"region where the robust construction's radius holds (fa.reference_radius: >= 0.4 "
+            f"sqrt(d) = {robust} x sqrt(d/k)).",
+            paper=f"{FIGURE_READING} 100% robust accuracy to ~12, collapse by ~18 at d = 3072, "
+            "k = 10 (sqrt(d/k) = 17.5)",
             measure="critical_radius.worst (50% point of the worst case over attacks) of "
             "the 2-class nets / sqrt(d/k), per seed",
-            rule=between("critical radius / sqrt(d/k)", (0.5, 1.5), (1 / 3, 2.0)),
+            rule=between("critical radius / sqrt(d/k)", (lo, hi), (0.0, robust)),
             compute=binary_over_theory(ds),
+        ),
+        Claim(
+            id="fa.universal_radius",
+            setting=tag,
+            claim="The universal direction -sum_{J+} mu_j + sum_{J-} mu_j alone breaks the "
+            "2-class net at a radius of order sqrt(d/k).",
+            citation=_cite(
+                "slides 'Averaged Features are Non-robust Features'",
+                "In fact, the attack can be chosen as $\\varepsilon \\propto -\\sum_{j \\in J_+} "
+                "\\mu_j + \\sum_{j \\in J_-} \\mu_j$",
+            ),
+            derivation="Strong (P2, the theory's constant +-10 %): on the averaged two-neuron "
+            "net f ~ C [ReLU(<sum_{J+} mu, x>) - ReLU(<sum_{J-} mu, x>)], moving a point of a "
+            "J+ cluster by delta along the unit universal direction lowers the first "
+            "argument and raises the second by delta sqrt(k d)/2 each, so the sign flips at "
+            "delta = sqrt(d/k) exactly: ratio 1 (equal biases; the noise's projection moves each "
+            "point by about +-sqrt(k/d) = +-10 %, symmetrically, so the 50 % point stays at 1). "
+            f"Weak (non-robust): below fa.reference_radius's strong region, {robust} x sqrt(d/k).",
+            paper="an attack along -sum_{J+} mu + sum_{J-} mu at radius of order sqrt(d/k)",
+            measure="critical_radius.universal (the universal direction alone) of the 2-class "
+            "nets / sqrt(d/k), per seed",
+            rule=between(
+                "universal critical radius / sqrt(d/k)", (1 - TOL, 1 + TOL), (0.0, robust)
+            ),
+            compute=universal_over_theory(ds),
         ),
         Claim(
             id="fa.reference_radius",
             setting=tag,
-            claim="A robust network (one neuron per cluster, bias filtering the noise) "
-            "exists, with a radius of order sqrt(d).",
-            paper="Omega(sqrt(d)) (theory)",
+            claim="A robust network exists (one neuron per cluster, bias filtering the noise) "
+            "with a radius of order sqrt(d).",
+            citation=_cite(
+                "slides 'There Exists the Robust Solution!'",
+                "Indeed, it is easy to show a robust solution exists with **robust radius** "
+                "$O(\\sqrt{d})$:",
+                scope="an explicit construction (no training): one neuron per cluster, biases "
+                "filtering intra- and inter-cluster noise",
+            ),
+            derivation="Strong (P2, the construction's constant): the reference is the slides' "
+            "f_robust with bias beta ||mu||^2, beta = 1/2 (config robust_reference); a point "
+            "leaves its neuron's active region after moving (1 - beta) ||mu|| = sqrt(d)/2 less "
+            "the noise's projection on mu_j (|<mu_j/||mu||, xi>| <= 3 sigma = 3), i.e. "
+            "(sqrt(1000)/2 - 3)/sqrt(1000) = 0.405 at d = 1000: >= 0.4 x sqrt(d). Weak (the "
+            "same direction: robust beyond the averaging net's order): >= sqrt(d/k)/sqrt(d) "
+            f"= 1/sqrt(k) = {1 / math.sqrt(k):.3f}.",
+            paper="robust radius of order sqrt(d) (construction)",
             measure="critical_radius.worst of the hand-built reference net / sqrt(d), "
             "per seed (NaN = robust on the whole grid: the grid's top, a lower bound)",
-            rule=at_least("critical radius / sqrt(d)", 0.4, 0.25),
+            rule=at_least("critical radius / sqrt(d)", 0.4, round(1 / math.sqrt(k), 3)),
             compute=reference_over_sqrt_d(ds),
         ),
     ]
 
 
 def _feature_claims(ds: str, tag: str, k: int) -> list[Claim]:
+    block = 1 / math.sqrt(k / 2)
     return [
+        Claim(
+            id="fa.clean_accuracy",
+            setting=tag,
+            claim="The 2-class GD net classifies clean points (almost) perfectly.",
+            citation=_cite(
+                "slides 'GD Provably Learns Averaged Features', Theorem (Feature Averaging), "
+                "item 1",
+                "The model achieves perfect standard accuracy: $\\mathbb{P}_{(x,y) \\sim "
+                "D_{\\text{binary}}} [\\text{sgn}(f_{\\theta(T)}(x)) = y] = 1 - o(1)$.",
+            ),
+            derivation="Strong (P3: 1 - o(1) read as an error of at most 0.1): clean test "
+            "accuracy >= 0.9. Weak (the same direction): better than chance, > 0.5.",
+            paper="1 - o(1)",
+            measure="clean test accuracy of the 2-class nets (the binary readout), per seed",
+            rule=at_least("clean accuracy", 0.9, 0.5),
+            compute=clean_accuracy(ds),
+        ),
         Claim(
             id="fa.averaging_index",
             setting=tag,
-            claim="2-class GD neurons average their class's features (feature-averaging "
-            "index second-largest / largest same-class lambda ~ 1).",
-            paper="~1 (Lemma: equal lambdas; cosine blocks ~0.40-0.48)",
+            claim="2-class GD neurons average their class's features: no same-class "
+            "coefficient much larger than the others (second-largest / largest ~ 1).",
+            citation=_cite(
+                "CSML 2024 talk '# GD learns Average Features' (the ratio 1 +- o(1)); slides "
+                "'GD Provably Learns Averaged Features' (bounded by O(1))",
+                "$$\\lambda_{s,r,j}^{(T)} = \\tilde{\\Omega}(1), \\frac{\\lambda_{s,r,j_1}^{(T)}}"
+                "{\\lambda_{s,r,j_2}^{(T)}} = 1 \\pm o(1)",
+            ),
+            derivation="Strong (P3, from the CSML version of the theorem: ratios 1 +- o(1), "
+            "read as >= 0.9): the mean over neurons of the second-largest over the largest "
+            "same-class lambda >= 0.9. Weak (the same direction, and all the ICLR slides and "
+            "the ITCS talk state: no coefficient much larger than the others, O(1)): >= 0.5, "
+            "closer to equal coefficients (1) than to one feature per neuron (0). The lambdas "
+            "are GD's own: w - w(0) = sum_i alpha_i x_i (the trained coefficients on the "
+            "inputs), lambda_j = the sum of alpha_i over cluster j, unique for n <= d.",
+            paper="lambda ratios 1 +- o(1) (CSML); O(1) (slides)",
             measure="fa_index (final checkpoint, mean over neurons) of the 2-class nets",
-            rule=at_least("fa_index", 0.8, 0.5),
+            rule=at_least("fa_index", 0.9, 0.5),
             compute=column_of(ds, (BINARY,), "fa_index"),
+        ),
+        Claim(
+            id="fa.other_class_small",
+            setting=tag,
+            claim="2-class GD neurons learn (almost) nothing of the other class's features.",
+            citation=_cite(
+                "CSML 2024 talk '# GD learns Average Features' (Theorem: Feature Averaging); "
+                "slides 'GD Provably Learns Averaged Features'",
+                "$$\\lambda_{s,r,j}^{(T)} = o(1), \\forall s \\in \\{-1, +1\\}, r \\in [m], "
+                "j \\in \\mathcal{J}_{-s}$$",
+            ),
+            derivation="Strong (P3: o(1) against the Omega(1) same-class coefficients read "
+            "as at most a tenth of them): the mean over neurons of max |other-class lambda| / "
+            "mean same-class lambda <= 0.1. Weak (the same direction): < 1.",
+            paper="other-class coefficients o(1), same-class Omega(1)",
+            measure="other_class_ratio (final checkpoint): per neuron max_j |lambda_j| over "
+            "the other class's features / the mean lambda over its own, mean over neurons, "
+            "of the 2-class nets",
+            rule=at_most("other-class / same-class lambda", 0.1, 1.0),
+            compute=column_of(ds, (BINARY,), "other_class_ratio"),
         ),
         Claim(
             id="fa.decoupling_index",
             setting=tag,
             claim="k-class training makes neurons decouple onto single features "
-            "(feature-averaging index ~ 0).",
-            paper="near-diagonal 10-class cosine matrix",
+            "(second-largest / largest coefficient ~ 0).",
+            citation=_cite(
+                "slides 'Detailed Feature-Level Supervisory Label' (Theorem: Multiple-Info "
+                "Helps Learning Feature-Decoupled Solutions)",
+                "$\\lambda_{i,i}^{(T)} = \\Omega(1), \\lambda_{i,j}^{(T)} = o(1), \\forall i "
+                "\\in [k], j \\in [k] \\setminus \\{i\\}$",
+                scope=SCOPE + "; k-class training on the cluster labels, f_i = ReLU(<w_i, x>)",
+            ),
+            derivation="Strong (P3: o(1) against Omega(1) read as at most a tenth): "
+            "second-largest / largest same-class lambda <= 0.1. Weak (the same direction, "
+            "decoupled rather than averaged): < 0.5.",
+            paper="lambda_ii = Omega(1), lambda_ij = o(1); near-diagonal 10-class cosine matrix",
             measure="fa_index of the k-class nets",
-            rule=at_most("fa_index", 0.2, 0.5),
+            rule=at_most("fa_index", 0.1, 0.5),
             compute=column_of(ds, (MULTICLASS,), "fa_index"),
         ),
         Claim(
             id="fa.cosine_blocks",
             setting=tag,
             claim="The 2-class cosine matrix cos(w, mu_j) has two blocks at ~1/sqrt(k/2).",
-            paper="0.40-0.48 at k=10 (1/sqrt(5) = 0.447)",
+            citation=_cite(
+                "slides 'Real-World Experiments' / ITCS talk 'Experiments', Figure 1 "
+                "(Illustration of Feature Averaging and Feature Decoupling)",
+                "Each element in the matrix located at position (i, j) is the average cosine "
+                "value of the angle between the weight vector of i -th neuron and the feature "
+                "vector μ_j of the j -th feature.",
+            ),
+            derivation=f"Strong (P1, the figure within its reading): {FIGURE_READING} the "
+            "2-class matrix shows two blocks at 0.40-0.48 at k = 10 (equal coefficients give "
+            f"1/sqrt(k/2) = {block:.3f}), i.e. x sqrt(k/2) >= 0.89 (one-sided: for orthogonal "
+            "features the mean same-class cosine x sqrt(k/2) cannot exceed 1). Weak (the same "
+            "direction, averaging): >= 0.72, closer to averaging (1) than to one feature per "
+            "neuron (sqrt(2/k) = 0.45 at k = 10). The figure is the synthetic experiment's per "
+            "the project's reading (the slides show it beside the CIFAR-10 task).",
+            paper=f"{FIGURE_READING} 0.40-0.48 at k=10 (1/sqrt(5) = 0.447)",
             measure="cosine_same_class_mean of the 2-class nets x sqrt(k/2) (1 = theory)",
-            rule=between("cosine x sqrt(k/2)", (0.89, 1.07), (0.67, 1.34)),
+            rule=at_least("cosine x sqrt(k/2)", 0.89, 0.72),
             compute=column_of(ds, (BINARY,), "cosine_same_class_mean", math.sqrt(k / 2)),
         ),
         Claim(
@@ -303,53 +510,101 @@ def _feature_claims(ds: str, tag: str, k: int) -> list[Claim]:
             setting=tag,
             claim="GD never leaves span{mu_j, xi_i}: the lambda decomposition's relative "
             "residual is tiny.",
+            citation=_cite(
+                "slides 'GD Provably Learns Averaged Features', Lemma (Weight Decomposition)",
+                "**Lemma** (Weight Decomposition). During training, we can decompose the "
+                "weight $w_{s,r}^{(t)}$ as linear combination of the features (and some noise):",
+            ),
+            derivation="Strong (P2, the lemma's constant 0, at float32 rounding): "
+            "residual_max <= 1e-3. Weak: <= 1e-2.",
             paper="0 (Lemma)",
-            measure="residual_max (largest relative residual over neurons and "
-            "checkpoints), every trained net",
+            measure="residual_max (largest relative residual over neurons and checkpoints), "
+            "every trained net, of runs that train the weights directly",
             rule=at_most("residual_max", 1e-3, 1e-2),
-            compute=column_of(ds, (BINARY, MULTICLASS), "residual_max"),
+            compute=span_residual(ds),
         ),
     ]
 
 
-def _readout_claims(ds: str, setting: str, ro: str) -> list[Claim]:
-    return [
-        Claim(
-            id="fa.kclass_over_binary",
-            setting=setting,
-            claim="Training on the fine cluster labels (k-class) makes the net more "
-            "robust than 2-class training.",
-            paper="critical radius ~34 vs ~12: ratio ~2.5-3 (theory sqrt(k) = 3.16)",
-            measure="critical_radius.worst of the k-class net (this readout, worst case over "
-            "its attacks) / of the 2-class net, same seed",
-            rule=at_least("ratio", 1.5, 1.0),
-            compute=kclass_over_binary(ds, ro),
+def _readout_claim(ds: str, setting: str, ro: str, k: int) -> Claim:
+    lo = round(KCLASS_READING[0] / BINARY_READING[1], 2)
+    hi = round(KCLASS_READING[1] / BINARY_READING[0], 2)
+    sum_cap = round(math.sqrt(2 * k / (k + 2)), 3)
+    if ro == "argmax":
+        rule = between("ratio", (lo, hi), (1.0, math.inf), strict=True)
+        derivation = (
+            f"The figure's 10-class curve is the argmax readout's (its cliff at ~39 = "
+            f"sqrt(d/2), the midpoint between clusters): strong (P1, the figure within its "
+            f"reading): 50 % points in [{KCLASS_READING[0]:g}, {KCLASS_READING[1]:g}] over "
+            f"[{BINARY_READING[0]:g}, {BINARY_READING[1]:g}] give a ratio in [{lo}, {hi}]. "
+            "Weak (the same direction): > 1."
+        )
+    elif ro == "sum":
+        rule = between("ratio", (1.0, math.inf), (1.0, math.inf), strict=True)
+        derivation = (
+            "The figure's number is the argmax readout's; for the sum readout the source "
+            "states the direction only: strong = weak (P5): > 1. (The project's own analysis "
+            "caps this readout: an attacker raises all k/2 heads of the other class at once, "
+            f"so its radius is at most sqrt(2d/(k+2)), a ratio of at most sqrt(2k/(k+2)) = "
+            f"{sum_cap} over sqrt(d/k): docs/studies/fa.md; not a rule, it is not the "
+            "source's.)"
+        )
+    else:
+        rule = between("ratio", (1.0, math.inf), (1.0, math.inf), strict=True)
+        derivation = (
+            "The figure's number is the argmax readout's; for this readout the sources give "
+            "no number: strong = weak (P5, the direction only): > 1."
+        )
+    return Claim(
+        id="fa.kclass_over_binary",
+        setting=setting,
+        claim="Training on the fine cluster labels (k-class) makes the binary classifier "
+        "more robust than 2-class training.",
+        citation=_cite(
+            "slides 'Detailed Feature-Level Supervisory Label'; robustness figure of the "
+            "synthetic experiment",
+            "One can show if one is provided detailed feature level label, some two-layer "
+            "ReLU network can learn **feature-decoupled** solutions, which is provably more "
+            "robust.",
+            scope=SCOPE + "; the figure's 10-class curve: the argmax readout",
         ),
-        Claim(
-            id="fa.ce_over_margin",
-            setting=setting,
-            claim="PGD on the binary readout's margin understates the k-class net's "
-            "robustness relative to PGD on the fine-label cross-entropy "
-            "(third-party reproduction).",
-            paper="qualitative (reproduction: CE restores the paper's ordering)",
-            measure="critical_radius.pgd_ce / critical_radius.pgd_margin of the k-class nets",
-            rule=at_least("ratio", 1.2, 1.0),
-            compute=ce_over_margin(ds, ro),
-        ),
-    ]
+        derivation=derivation,
+        paper=f"{FIGURE_READING} critical radius ~34-44 vs ~12-18: ratio ~2.5-3 (argmax; "
+        "theory sqrt(k) = 3.16)",
+        measure="critical_radius.worst of the k-class net (this readout, worst case over its "
+        "attacks) / of the 2-class net, same seed",
+        rule=rule,
+        compute=kclass_over_binary(ds, ro),
+    )
 
 
-def _gradient_claim(ds: str, tag: str) -> Claim:
+def _gradient_claim(ds: str, tag: str, k: int) -> Claim:
+    c = round(math.sqrt(k / 8), 3)
     return Claim(
         id="fa.gradient_per_margin",
         setting=tag,
         claim="A feature-averaging net has a margin like a robust net's but a much "
         "larger input gradient (every same-class neuron fires), so a smaller "
         "first-order distance q / ||grad_x q|| to its boundary.",
-        paper="qualitative (talks; theory sqrt(2d/k) vs ~sqrt(d)/2 for clean points)",
+        citation=_cite(
+            "ITCS talk 'Average Features are Non-robust Features' (intuition)",
+            "Intuition: for average features, most same-class neurons will be activated, "
+            "resulting a much larger gradient norm (even though the margin $y_i f(x_i)$ is "
+            "similar to that in a robust solution)",
+        ),
+        derivation="Strong (P2, the theory's constant +-10 %): for a clean point of cluster j, "
+        "the averaged net has q / ||grad q|| = d / sqrt(k d / 2) = sqrt(2d/k) and the robust "
+        "construction (bias d/2) has (d/2) / sqrt(d) = sqrt(d)/2, a ratio of sqrt(k/8) = "
+        f"{c} at k = {k}. Weak (the same direction): > 1.",
+        paper=f"qualitative (talk); theory ratio sqrt(k/8) = {c}",
         measure="median over test points of q / ||grad_x q|| (q = y F(x)) of the "
         "robust reference / of the 2-class net, same seed",
-        rule=at_least("ratio", 1.5, 1.0),
+        rule=between(
+            "ratio",
+            (round(c * (1 - TOL), 3), round(c * (1 + TOL), 3)),
+            (1.0, math.inf),
+            strict=True,
+        ),
         compute=first_order_ratio(ds),
         sources=("margin_gradient",),
     )

@@ -10,7 +10,7 @@ heatmaps are the shared :mod:`ibrobust.plotting.cosines`."""
 
 from __future__ import annotations
 
-from ibrobust.config import ConfigError
+from ibrobust.errors import ConfigError
 from ibrobust.studies import figure_files
 from ibrobust.studies.checks import (
     check_attacks,

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ibrobust.claims.citations import FIGURE_READING, LI_2025, Citation
 from ibrobust.claims.core import (
     Claim,
     Column,
@@ -104,6 +105,24 @@ def multiclass_minus_binary(dataset: str, eps: float, readout: str):
     return compute
 
 
+# The ledger's reading of the paper's Fig. 2 (ResNet-18): robust accuracy per task, radius and
+# supervision, and each reading's precision (a value given as "~80" to +-2.5 points, one
+# given to half a point, as "43.5", to +-1): docs/studies/fa_images.md.
+READING_PRECISION: dict[str, dict[float, dict[str, float]]] = {
+    "mnist_parity": {1.2: {"multiclass": 0.025, "binary": 0.025},
+                     1.6: {"multiclass": 0.025, "binary": 0.025}},
+    "cifar10_halves": {0.4: {"multiclass": 0.025, "binary": 0.025},
+                       0.8: {"multiclass": 0.01, "binary": 0.01}},
+}  # fmt: skip
+PAPER_READOUT = "sum"  # the figure's binary classifier from the 10-class net (SPEC: sum readout)
+PAPER_MODEL_KIND = "resnet18"  # the figure's architecture: its magnitudes hold for it only
+
+
+def paper_architecture(ctx: StudyContext) -> bool:
+    """Whether every model the study trains is of the paper's architecture (ResNet-18)."""
+    return all(ctx.models[m]["kind"] == PAPER_MODEL_KIND for m in ctx.config["models"])
+
+
 def claims(ctx: StudyContext) -> list[Claim]:
     """One claim per dataset of the study that reproduces a paper task, report radius and
     readout."""
@@ -115,19 +134,53 @@ def claims(ctx: StudyContext) -> list[Claim]:
             continue
         for eps, paper in PAPER_ROBUST_ACC[task].items():
             gap = paper[MULTICLASS] - paper[BINARY]
+            prec = READING_PRECISION[task][eps]
+            spread = prec[MULTICLASS] + prec[BINARY]
             for ro in readouts_of(ctx):
+                if ro == PAPER_READOUT and paper_architecture(ctx):
+                    strong = round(gap - spread, 4)
+                    derivation = (
+                        f"Strong (P1, the figure within its reading): {paper[MULTICLASS]:.3f} - "
+                        f"{paper[BINARY]:.3f} = {gap:+.3f}, each value read to +-{prec[MULTICLASS]:g} "
+                        f"/ +-{prec[BINARY]:g}, so >= {strong}. Weak (the same direction): > 0. "
+                        "The paper's net is ResNet-18 on the full sets; ours is a small CNN on a "
+                        "subset (docs/studies/fa_images.md)."
+                    )
+                elif ro == PAPER_READOUT:
+                    strong = 0.0
+                    derivation = (
+                        f"The figure's numbers ({paper[MULTICLASS]:.3f} - {paper[BINARY]:.3f} = "
+                        f"{gap:+.3f}) are ResNet-18's on the full sets; the study trains another "
+                        "architecture, so they do not transfer: strong = weak (P5, the "
+                        "direction): > 0. With ResNet-18 (a paper-scale overlay) the strong "
+                        "region is the figure within its reading."
+                    )
+                else:
+                    strong = 0.0
+                    derivation = (
+                        "The figure's binary classifier is the sum readout's; for this readout "
+                        "the source gives no number: strong = weak (P5, the direction): > 0."
+                    )
                 out.append(
                     Claim(
                         id=f"fa_images.{task}@{eps:g}",
                         setting=f"{ds}, l2 radius {eps:g}, readout {ro}",
                         claim="On real images, 10-class training gives a binary classifier "
                         "more robust than 2-class training of the same architecture.",
-                        paper=f"robust acc. {paper[MULTICLASS]:.3f} vs {paper[BINARY]:.3f} "
-                        f"(ResNet-18): +{gap:.3f}",
+                        citation=Citation(
+                            LI_2025,
+                            "slides 'Real-World Experiments', Figure 2",
+                            "Figure 2: Robustness Improvement on MNIST and CIFAR10 .",
+                            "ResNet-18 trained on MNIST parity / CIFAR-10 first 5 vs last 5 "
+                            "classes, with the 2-class or the 10-class labels; l2 attacks",
+                        ),
+                        derivation=derivation,
+                        paper=f"{FIGURE_READING} robust acc. {paper[MULTICLASS]:.3f} vs "
+                        f"{paper[BINARY]:.3f} (ResNet-18): +{gap:.3f}",
                         measure="worst-case robust accuracy (over the PGD attacks) of the "
                         "10-class net minus the 2-class net's at this radius, per seed",
                         rule=at_least(
-                            "k-class minus 2-class robust accuracy", round(gap / 2, 4), 0.0
+                            "k-class minus 2-class robust accuracy", strong, 0.0, strict=True
                         ),
                         compute=multiclass_minus_binary(ds, eps, ro),
                         sources=("summary", "curves"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ibrobust.experiments.tables import mean_std
+from ibrobust.stages.tables import mean_std
 
 # task -> radius -> supervision -> robust accuracy (fraction), the paper's ResNet-18
 PAPER_ROBUST_ACC: dict[str, dict[float, dict[str, float]]] = {

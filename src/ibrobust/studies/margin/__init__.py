@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ibrobust.config import ConfigError
+from ibrobust.errors import ConfigError
 from ibrobust.kinds import MODELS
 from ibrobust.studies import figure_files
 from ibrobust.studies.checks import check_datasets, check_registry_names

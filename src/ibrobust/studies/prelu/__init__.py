@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ibrobust.config import ConfigError, derived_datasets, sweep_dataset
+from ibrobust.errors import ConfigError
 from ibrobust.kinds import DATASETS, MODELS
 from ibrobust.studies import figure_files, plan
 from ibrobust.studies.checks import (
@@ -29,6 +29,7 @@ from ibrobust.studies.checks import (
     check_registry_names,
     check_trained_models,
 )
+from ibrobust.studies.expansion import derived_datasets, sweep_dataset
 
 # what the synthetic half's analysis reads of its data (alignment with the cluster means)
 SYNTHETIC_DATA = frozenset({"cluster_means"})

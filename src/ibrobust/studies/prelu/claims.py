@@ -10,11 +10,13 @@ mean and std over seeds). The column mapping is :data:`SOURCES` and the constant
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import partial
 
 import pandas as pd
 
+from ibrobust.claims.citations import MIN_VIDAL_2024, Citation
 from ibrobust.claims.core import (
     Claim,
     Column,
@@ -41,6 +43,7 @@ SOURCES: dict[str, Source] = {
             Column("alpha", lo=0),
             Column("clean_acc", lo=0, hi=1),
             Column(RADIUS, lo=0, nan_ok=True),
+            Column("robust_acc@0.9sqrt(2)/2", lo=0, hi=1, nan_ok=True, required=False),
             Column("frac_single", lo=0, hi=1, nan_ok=True),  # NaN: no active neuron
             Column("frac_average", lo=0, hi=1, nan_ok=True),
             Column("dist_F", lo=0, hi=1),
@@ -115,6 +118,8 @@ def radius_over(p: float, reference):
 
 def column(p: float, col: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        if col not in src["summary"]:  # an optional column (SOURCES): a summary from before it
+            raise NotRun(f"the summary has no {col!r} (written before the claim read it)")
         v = _runs(src["summary"], ctx, p)[col]
         if v.isna().any():
             raise ValueError(f"column {col!r} is NaN for a p={p:g} run")
@@ -155,6 +160,31 @@ def table1_gap(norm: str, eps: float):
     return compute
 
 
+def parity_gap(norm: str, eps: float):
+    """Ours on the 2-class (parity) task: robust accuracy of the p=4 minus the p=1 net at a
+    Table-1 column (as :func:`table1_gap`)."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        t = src["table1"]
+        t = t[(t["task"] == "2-class") & (t["column"] == column_name(norm, eps))]
+        by_p = {}
+        for p in (1, 4):
+            row = t[(t["p"] - p).abs() < 1e-9]
+            if row.empty:
+                raise NotRun(f"no 2-class p={p} row for {column_name(norm, eps)}")
+            by_p[p] = row.iloc[0]
+        hi, lo = by_p[4], by_p[1]
+        points = int(min(float(hi["n_points"]), float(lo["n_points"])))
+        diffs = tuple(x - y for x, y in zip(_seed_values(hi), _seed_values(lo), strict=True))
+        note = f"p=4 {hi['ours']:.3f} vs p=1 {lo['ours']:.3f}"
+        if len(diffs) > 1:
+            return Measurement(diffs, note=note, points=points)
+        iv = partial(newcombe, float(hi["ours"]), points, float(lo["ours"]), points)
+        return Measurement(diffs, note=note, points=points, interval=iv)
+
+    return compute
+
+
 def _seed_values(row: pd.Series) -> list[float]:
     return [float(v) for v in str(row["per_seed"]).split()]
 
@@ -163,98 +193,236 @@ def _mnist(ctx: StudyContext) -> str | None:
     return "the MNIST half is not configured" if ctx.config.get("mnist") is None else None
 
 
+# ---- where the claims come from (Min & Vidal, ICML 2024, poster) ----------------------------
+GF = (
+    "gradient flow from a small initialization, exponential or logistic loss, a shallow pReLU "
+    "net f_p(x) = sum_j v_j ReLU(<x, w_j>)^p / ||w_j||^(p-1) on a balanced mixture of "
+    "Gaussians around K orthonormal cluster centres, binary labels, small alpha, D large"
+)
+TOL = 0.10  # docs/studies/README.md, rule P2: the theory's constant +-10 %
+
+
+def _cite(where: str, quote: str, scope: str = GF) -> Citation:
+    return Citation(MIN_VIDAL_2024, where, quote, scope)
+
+
+SGD_NOTE = (
+    " Our nets train by SGD (the official code's lr 0.2, batch 100) at width 100 and D = 200, "
+    "the conjecture's regime at CPU scale; the clusters split 6/4 (official code), not balanced."
+)
+
+
 def claims(ctx: StudyContext) -> list[Claim]:
     """The synthetic half's claims at the figure noise level (when the half is configured)
-    and one Table-1 claim per column (not run when the MNIST half is not configured)."""
+    and one Table-1 claim per column and task (not run when the MNIST half is not
+    configured)."""
     out: list[Claim] = []
     if ctx.config.get("synthetic") is not None:
         syn = f"synthetic, K={k_of(ctx)}, alpha={figure_alpha(ctx):g}"
-        out += _radius_claims(syn, k_of(ctx)) + _alignment_claims(syn)
-    return out + [_table1_claim(norm, eps) for norm, eps in TABLE1_COLUMNS]
+        out += _radius_claims(syn, k_of(ctx)) + _clean_claims(syn) + _alignment_claims(syn)
+    out += [_table1_claim(norm, eps) for norm, eps in TABLE1_COLUMNS]
+    return out + [_parity_claim(norm, eps) for norm, eps in TABLE1_COLUMNS]
 
 
 def _radius_claims(syn: str, k: int) -> list[Claim]:
+    top = round(math.sqrt(2 * k) / 2, 3)  # sqrt(2)/2 in units of 1/sqrt(K)
     out = [
         Claim(
             id="prelu.relu_radius",
             setting=f"{syn}, p=1",
             claim="A ReLU net (p=1) trained by GD is not robust beyond ~1/sqrt(K).",
+            citation=_cite(
+                "'Main Theorems', ReLU classifier F: non-robust against O(1/sqrt K)-attack; "
+                "'Conjectures' (f_1 ~ F)",
+                "Non-robust against $O(1/\\sqrt{K})$ -attack There exist $d_0 \\in "
+                "\\mathbb{S}^{D-1}$, such that $\\forall \\rho > 0$",
+            ),
+            derivation="Strong (P2, the theory's constant +-10 %): the ideal F = ReLU(<x, mu_+>) "
+            "- ReLU(<x, mu_->) that the conjecture says GD finds has an exact l2 radius "
+            "1 / ||mu_+ - mu_-|| = 1/sqrt(K) at every noiseless point, and the theorem makes "
+            "it non-robust beyond (1 + rho)/sqrt(K) for any rho > 0: critical radius x "
+            "sqrt(K) in [0.9, 1.1]. Weak (the same direction, non-robust): below the pReLU "
+            f"theorem's sqrt(2)/2 = {top} / sqrt(K)." + SGD_NOTE,
             paper=f"1/sqrt(K) = {relu_nonrobust_radius(k):.3f} (theorem; Fig. 3)",
             measure="critical_radius (50% of the worst case over attacks) x sqrt(K), per seed",
-            rule=between("critical radius x sqrt(K)", (0.7, 1.3), (0.5, 1.6)),
+            rule=between("critical radius x sqrt(K)", (1 - TOL, 1 + TOL), (0.0, top)),
             compute=radius_over(1.0, lambda c: relu_nonrobust_radius(k_of(c))),
         ),
     ]
     for p in (3.0, 4.0):
         out.append(
             Claim(
-                id=f"prelu.p{p:g}_radius",
+                id=f"prelu.p{p:g}_robust_below",
+                setting=f"{syn}, p={p:g}, l2 radius 0.9 sqrt(2)/2",
+                claim="A pReLU net with p > 2 is robust up to ~sqrt(2)/2: almost every point "
+                "survives any l2 perturbation smaller than that.",
+                citation=_cite(
+                    "'Main Theorems', pReLU classifier F^(p): robust against O(1)-attack; "
+                    "'Conjectures' (f_p ~ F^(p), p > 2)",
+                    "Let p > 2, then $\\forall \\delta \\in (0, \\sqrt{2})$,",
+                ),
+                derivation="The theorem bounds each point: F^(p)(x + (sqrt(2) - delta)/2 d) y "
+                "> 0 for every unit d, with probability -> 1, so robust accuracy is 1 - o(1) "
+                "below sqrt(2)/2. Judged 10 % inside that radius (P2) at 0.9 sqrt(2)/2: "
+                "strong (P3, 1 - o(1)): robust accuracy >= 0.9. Weak (the same direction, "
+                "robust for most points): >= 0.5. (The 50 % point is not the theorem's "
+                "quantity: with the 6/4 class split it can lie beyond sqrt(2)/2.)" + SGD_NOTE,
+                paper=f"robust to sqrt(2)/2 = {PRELU_ROBUST_RADIUS:.3f} (theorem; Fig. 3)",
+                measure="worst-case robust accuracy at 0.9 sqrt(2)/2 (linear interpolation on "
+                "the radius grid), per seed",
+                rule=at_least("robust accuracy", 0.9, 0.5),
+                compute=column(p, "robust_acc@0.9sqrt(2)/2"),
+            )
+        )
+    return out
+
+
+def _clean_claims(syn: str) -> list[Claim]:
+    out = []
+    for p, label, where, quote in (
+        (1.0, "ReLU classifier F", "'Main Theorems', ReLU classifier F: generalize on clean data",
+         "$$\\mathbb{P}(F(x)y > 0) \\ge 1 - 2\\exp\\left(-\\frac{CD}{4\\alpha^2K}\\right)$$"),
+        (3.0, "pReLU classifier F^(p)",
+         "'Main Theorems', pReLU classifier F^(p): generalize on clean data",
+         "$$\\mathbb{P}(F^{(p)}(x)y > 0) \\ge 1 - 2(K+1) \\exp\\left(-\\frac{CD}{\\alpha^2 K}\\right)$$"),
+    ):  # fmt: skip
+        out.append(
+            Claim(
+                id=f"prelu.p{p:g}_clean",
                 setting=f"{syn}, p={p:g}",
-                claim="A pReLU net with p > 2 is robust up to ~sqrt(2)/2.",
-                paper=f"sqrt(2)/2 = {PRELU_ROBUST_RADIUS:.3f} (theorem; Fig. 3)",
-                measure="critical_radius / (sqrt(2)/2), per seed (NaN = robust on the "
-                "whole grid: the grid's top, a lower bound)",
-                rule=at_least("critical radius / (sqrt(2)/2)", 0.8, 0.5),
-                compute=radius_over(p, lambda c: PRELU_ROBUST_RADIUS),
+                claim=f"The trained net (~ the ideal {label}) classifies clean points almost "
+                "perfectly.",
+                citation=_cite(where, quote),
+                derivation="The bound is 1 minus an exponentially small term in D / (alpha^2 K) "
+                "(its constant C is not given): 1 - o(1); strong (P3): clean test accuracy >= "
+                "0.9. Weak (the same direction): better than chance, > 0.5. The theorem is "
+                "about the ideal classifier; the conjecture links it to the trained net."
+                + SGD_NOTE,
+                paper="1 - o(1) (theorem on the ideal classifier)",
+                measure=f"clean test accuracy of the p={p:g} nets, per seed",
+                rule=at_least("clean accuracy", 0.9, 0.5),
+                compute=column(p, "clean_acc"),
             )
         )
     return out
 
 
 def _alignment_claims(syn: str) -> list[Claim]:
+    conj = "'Conjectures' (HARNESSING IMPLICIT BIAS FOR ADVERSARIAL ROBUSTNESS)"
+    relu_q = "GF on f_1 converges to ReLU classifier F"
+    prelu_q = "GF on f_p (p > 2) converges to pReLU classifier $F^{(p)}$"
     return [
         Claim(
             id="prelu.relu_averages",
             setting=f"{syn}, p=1",
             claim="ReLU neurons align with class averages (f_1 ~ F, two averaged neurons).",
+            citation=_cite(conj, relu_q),
+            derivation="f_1 ~ F means every active neuron points at mu_+ or mu_-: strong (P3, "
+            "1 - o(1)): the fraction of active neurons closer to a class average than to "
+            "any single centre >= 0.9. Weak (the same direction): >= 0.5, most neurons "
+            "average." + SGD_NOTE,
             paper="F (poster conjecture; Fig. 2)",
             measure="frac_average (active neurons closer to a class average than to any "
             "single centre) of the p=1 nets",
-            rule=at_least("frac_average", 0.8, 0.5),
+            rule=at_least("frac_average", 0.9, 0.5),
             compute=column(1.0, "frac_average"),
         ),
         Claim(
             id="prelu.p3_single",
             setting=f"{syn}, p=3",
             claim="pReLU neurons (p > 2) align with single cluster centres (f_p ~ F^(p)).",
+            citation=_cite(conj, prelu_q),
+            derivation="f_p ~ F^(p) means every active neuron points at one centre: strong (P3): "
+            "frac_single >= 0.9. Weak (the same direction): >= 0.5." + SGD_NOTE,
             paper="F^(p) (poster conjecture; Fig. 2)",
             measure="frac_single of the p=3 nets",
-            rule=at_least("frac_single", 0.8, 0.5),
+            rule=at_least("frac_single", 0.9, 0.5),
             compute=column(3.0, "frac_single"),
         ),
         Claim(
             id="prelu.relu_dist_F",
             setting=f"{syn}, p=1",
             claim="The trained ReLU net is close to the ideal averaged classifier F.",
+            citation=_cite(conj, relu_q),
+            derivation="'f_1(T) ~ F up to a scaling factor' (the CSML talk's wording: inf_c "
+            "sup |c f - F| << 1): strong (P3, << 1 read as <= 0.1): the relative distance "
+            "min_c ||c f - F|| / ||F|| <= 0.1. Weak: < 0.5, closer to F than half its "
+            "size." + SGD_NOTE,
             paper="f_1 ~ F up to scale (conjecture)",
             measure="dist_F = min_c ||c f - F|| / ||F|| on the centres' unit sphere",
-            rule=at_most("dist_F", 0.2, 0.4),
+            rule=at_most("dist_F", 0.1, 0.5),
             compute=column(1.0, "dist_F"),
         ),
         Claim(
             id="prelu.p3_dist_Fp",
             setting=f"{syn}, p=3",
             claim="The trained p=3 net is close to the ideal per-cluster classifier F^(p).",
+            citation=_cite(conj, prelu_q),
+            derivation="As prelu.relu_dist_F for F^(p): strong (P3) <= 0.1, weak < 0.5." + SGD_NOTE,
             paper="f_p ~ F^(p) up to scale (conjecture)",
             measure="dist_Fp of the p=3 nets",
-            rule=at_most("dist_Fp", 0.2, 0.4),
+            rule=at_most("dist_Fp", 0.1, 0.5),
             compute=column(3.0, "dist_Fp"),
         ),
     ]
 
 
+MNIST = (
+    "MNIST, digits centred by the mean training digit, CE loss, Kaiming init, Adam batch "
+    "1000, width 500, no adversarial training, AutoAttack APGD-CE"
+)
+READING = 0.01  # SPEC: the official pretrained models match Table 1 within about one point
+
+
 def _table1_claim(norm: str, eps: float) -> Claim:
     paper = PAPER_TABLE1[(norm, eps)]
     gap = paper[4] - paper[1]
+    strong = round(gap - 2 * READING, 4)
     return Claim(
         id=f"prelu.mnist_{norm}_{eps:g}",
         setting=f"MNIST 10-class, {column_name(norm, eps)}",
         claim="On MNIST, p=4 pReLU nets are more robust than ReLU nets (Table 1).",
+        citation=_cite(
+            "'NUMERICAL EXPERIMENTS', Table 1 (10-class MNIST)",
+            "pReLU improves the robustness of trained network on MNIST without adversarial "
+            "training",
+            scope=MNIST + "; Table 1 is the 10-class task",
+        ),
+        derivation=f"Strong (P1, the source's number within its spread): Table 1's p=4 minus "
+        f"p=1 = {gap:+.3f}; the official pretrained models reproduce each entry within about "
+        f"one point, so the difference within 2 points: >= {strong}. Weak (the same "
+        "direction): > 0. The attack set is the paper's protocol (standard AutoAttack, "
+        "APGD-CE only, per norm), so the worst case is that attack's. The default trains "
+        "fewer epochs than the paper's 51 (config adam_prelu).",
         paper=f"{paper[4]:.3f} vs {paper[1]:.3f}: +{gap:.3f}",
         measure="table1.csv: ours (worst case over the grid's attacks) of the p=4 "
         "minus the p=1 10-class net",
-        rule=at_least("p=4 minus p=1 robust accuracy", round(gap / 2, 4), 0.0),
+        rule=at_least("p=4 minus p=1 robust accuracy", strong, 0.0, strict=True),
         compute=table1_gap(norm, eps),
+        sources=("table1",),
+        applies=_mnist,
+    )
+
+
+def _parity_claim(norm: str, eps: float) -> Claim:
+    return Claim(
+        id=f"prelu.parity_{norm}_{eps:g}",
+        setting=f"MNIST parity (2-class), {column_name(norm, eps)}",
+        claim="On MNIST parity too, p=4 pReLU nets are more robust than ReLU nets.",
+        citation=_cite(
+            "'NUMERICAL EXPERIMENTS'",
+            "pReLU improves the robustness of trained network on MNIST without adversarial "
+            "training",
+            scope=MNIST + "; the binary (parity) task",
+        ),
+        derivation="The poster's statement covers its MNIST experiments; Table 1's numbers are "
+        "the 10-class task's, so for parity the source gives no number: strong = weak (P5, the "
+        "direction): p=4 minus p=1 robust accuracy > 0.",
+        paper="more robust (no number for parity)",
+        measure="table1.csv: ours (worst case over the grid's attacks) of the p=4 minus the "
+        "p=1 2-class (parity) net",
+        rule=at_least("p=4 minus p=1 robust accuracy", 0.0, 0.0, strict=True),
+        compute=parity_gap(norm, eps),
         sources=("table1",),
         applies=_mnist,
     )

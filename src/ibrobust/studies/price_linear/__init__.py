@@ -1,6 +1,7 @@
 """Study PRICE-LIN (kind ``price_linear``): robust ERM with steepest descent on linear models
 and GD on diagonal nets (Tsilivis et al., NeurIPS 2024, Sec. 5.1): regimes (teacher
-datasets) x n x algorithms, every draw x eps fraction in one job. It trains through its own
+datasets) x n, one job per (regime, n) drawing its training sets, their exact margins and
+every algorithm's robust ERM over every draw x eps fraction. It trains through its own
 rules (``rules/price_linear.smk``), not the generic network rules (no ``parts``): datasets
 of layout ``draws`` (the study draws each n's training sets) and optimizers of linear
 models.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ibrobust.config import ConfigError
+from ibrobust.errors import ConfigError
 from ibrobust.kinds import OPTIMIZERS
 from ibrobust.studies import figure_files
 from ibrobust.studies.checks import check_datasets, check_optimizers, check_registry_names
@@ -26,13 +27,12 @@ FIGURES = ["gap_vs_n", "gap_difference_robust", "gap_difference_clean", "solutio
 
 
 def runs(st: dict) -> list[dict[str, Any]]:
-    """One training job per (dataset, optimizer, n): wildcards as plain python values."""
-    return [dict(dataset=ds, optimizer=o, n=int(n))
-            for ds in st["datasets"] for o in st["optimizers"] for n in st["n_train"]]  # fmt: skip
+    """One training job per (dataset, n): wildcards as plain python values."""
+    return [dict(dataset=ds, n=int(n)) for ds in st["datasets"] for n in st["n_train"]]
 
 
 def files(study: str, st: dict, tail: str) -> list[str]:
-    return [f"results/{study}/{r['dataset']}/{r['optimizer']}/n{r['n']}/{tail}" for r in runs(st)]
+    return [f"results/{study}/{r['dataset']}/n{r['n']}/{tail}" for r in runs(st)]
 
 
 def data(cfg: dict, st: dict, dataset: str) -> dict[str, Any]:
@@ -42,11 +42,12 @@ def data(cfg: dict, st: dict, dataset: str) -> dict[str, Any]:
     )
 
 
-def training(cfg: dict, st: dict, optimizer: str) -> dict[str, Any]:
-    """What a training job runs: the algorithm, the shared stopping rule, the eps grid."""
+def training(cfg: dict, st: dict) -> dict[str, Any]:
+    """What a training job runs: every algorithm of the study (name -> entry), the shared
+    stopping rule, the eps grid."""
     stop = st["stopping"]
     return dict(
-        optimizer=cfg["optimizers"][optimizer],
+        optimizers={o: cfg["optimizers"][o] for o in st["optimizers"]},
         stopping=dict(
             loss_threshold=float(stop["loss_threshold"]), max_iters=int(stop["max_iters"])
         ),

@@ -37,8 +37,9 @@ from __future__ import annotations
 from typing import Any
 
 from ibrobust.attacks.policy import attack_applies
-from ibrobust.config import ConfigError, check_adversarial, sweep_dataset, variant_name
-from ibrobust.studies import figure_files, plan
+from ibrobust.errors import ConfigError
+from ibrobust.optimizers.adversarial import check_adversarial
+from ibrobust.studies import figure_files, hook, plan
 from ibrobust.studies.checks import (
     check_attacks,
     check_dataset,
@@ -48,6 +49,7 @@ from ibrobust.studies.checks import (
     check_registry_names,
     check_trained_models,
 )
+from ibrobust.studies.expansion import sweep_dataset, variant_name
 
 HALVES = ("fc", "cnn")
 FIGURES = ["accuracy_curves", "cnn_heatmap"]

@@ -1,0 +1,150 @@
+"""``ibrobust``: the project's helper commands (the ``[project.scripts]`` entry point).
+
+    ibrobust claims diff BEFORE.csv AFTER.csv [--format md|csv] [--all]
+    ibrobust claims excerpt LEDGER.csv [--rows 8] [--readme README.md]
+    ibrobust config docs [--check]
+    ibrobust config check FILE...
+    ibrobust replay [SPOOL_DIR] [--tracking-uri URI] [--serve STORE_URI] ...
+
+A thin adapter: each command is one small function that imports the library code it calls
+(so a module that moves changes one line) and returns the exit status. ``replay`` imports
+MLflow, which the library never does: it runs ``workflow_scripts/_tracking/replay.py`` of
+the checkout this package was installed from. Also ``python -m ibrobust.cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+REPLAY = Path("workflow_scripts") / "_tracking" / "replay.py"  # in the package's checkout
+CONFIG_DOC = Path("docs") / "config.md"
+
+
+def claims_diff(a: argparse.Namespace) -> int:
+    from ibrobust.ledger.diff import diff_csv, diff_ledgers, diff_markdown
+    from ibrobust.ledger.render import read_ledger
+
+    names = (str(a.before), str(a.after))
+    table = diff_ledgers(read_ledger(a.before), read_ledger(a.after), names)
+    if a.format == "csv":
+        sys.stdout.write(diff_csv(table, show_unchanged=a.all))
+    else:
+        sys.stdout.write(diff_markdown(table, names, show_unchanged=a.all))
+    return 0
+
+
+def claims_excerpt(a: argparse.Namespace) -> int:
+    from ibrobust.ledger.render import full_table_name, read_ledger, readme_excerpt, splice_excerpt
+
+    excerpt = readme_excerpt(read_ledger(a.ledger), max_rows=a.rows, full=full_table_name(a.ledger))
+    if a.readme is None:
+        sys.stdout.write(excerpt)
+        return 0
+    a.readme.write_text(splice_excerpt(a.readme.read_text(), excerpt, str(a.readme)))
+    print(f"{a.readme}: claims excerpt regenerated from {a.ledger}")
+    return 0
+
+
+def config_docs(a: argparse.Namespace) -> int:
+    from ibrobust.config import load_schema
+    from ibrobust.config.docs import SCHEMA, render
+
+    text = render(load_schema(SCHEMA))
+    if not a.check:
+        sys.stdout.write(text)
+        return 0
+    if CONFIG_DOC.is_file() and CONFIG_DOC.read_text() == text:
+        print(f"{CONFIG_DOC}: up to date")
+        return 0
+    state = "is stale" if CONFIG_DOC.is_file() else f"is missing (in {Path.cwd()})"
+    print(f"{CONFIG_DOC} {state}: ibrobust config docs > {CONFIG_DOC}", file=sys.stderr)
+    return 1
+
+
+def config_check(a: argparse.Namespace) -> int:
+    from ibrobust.config.overlay import main as check_overlays
+
+    return check_overlays([str(f) for f in a.files])
+
+
+def replay(argv: Sequence[str]) -> int:
+    """Run the checkout's replay script with this interpreter and ``argv``."""
+    import ibrobust
+
+    package = Path(ibrobust.__file__).resolve().parent
+    script = package.parents[1] / REPLAY
+    if not script.is_file():
+        print(
+            f"ibrobust replay: no {REPLAY} beside this ibrobust ({package}; looked for "
+            f"{script}): the replay imports MLflow, so it lives in the workflow checkout, and "
+            "this package was installed without one. Install it from a checkout "
+            "(pip install -e CHECKOUT) or run python workflow_scripts/_tracking/replay.py "
+            "in the checkout.",
+            file=sys.stderr,
+        )
+        return 1
+    return subprocess.run([sys.executable, str(script), *argv], check=False).returncode
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ibrobust", description="Helper commands of the ibrobust workflow."
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    claims = _group(sub, "claims", "compare ledgers; the README's ledger excerpt")
+    d = _command(claims, "diff", claims_diff, "what changed between two ledger CSVs")
+    d.add_argument("before", type=Path, help="the earlier ledger (claims.csv)")
+    d.add_argument("after", type=Path, help="the later ledger")
+    d.add_argument("--format", choices=("md", "csv"), default="md", help="default: md")
+    d.add_argument("--all", action="store_true", help="list the unchanged rows too")
+    e = _command(claims, "excerpt", claims_excerpt, "the README's short ledger table")
+    e.add_argument("ledger", type=Path, help="claims.csv written by `snakemake claims`")
+    e.add_argument("--rows", type=int, default=8, help="claims shown (default 8)")
+    e.add_argument("--readme", type=Path, help="splice between its claims-excerpt markers")
+    config = _group(sub, "config", "the configuration reference; checking config files")
+    c = _command(config, "docs", config_docs, "print docs/config.md, generated from the schema")
+    c.add_argument("--check", action="store_true", help="exit 1 if ./docs/config.md differs")
+    c = _command(config, "check", config_check, "check overlay files strictly (YAML, keys)")
+    c.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    sub.add_parser(
+        "replay",
+        add_help=False,
+        help="replay spooled MLflow runs into the store (`ibrobust replay --help`)",
+    )
+    return p
+
+
+def _group(sub: argparse._SubParsersAction, name: str, help: str) -> argparse._SubParsersAction:
+    g = sub.add_parser(name, help=help, description=help)
+    return g.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
+
+
+def _command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    run: Callable[[argparse.Namespace], int],
+    help: str,
+) -> argparse.ArgumentParser:
+    c = sub.add_parser(name, help=help, description=help)
+    c.set_defaults(run=run)
+    return c
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["replay"]:  # every later argument is the replay script's own
+        return replay(argv[1:])
+    a = parser().parse_args(argv)
+    try:
+        return a.run(a)
+    except (OSError, ValueError) as e:  # a file that cannot be read, a malformed ledger
+        print(f"ibrobust {a.command} {a.subcommand}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

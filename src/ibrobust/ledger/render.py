@@ -1,0 +1,278 @@
+"""The claims ledger rendered: markdown (claims.md), one HTML page (claims.html, the
+report's first page), the README excerpt, and reading a ledger CSV back. Pure functions of
+the ledger table (:data:`ibrobust.ledger.table.COLUMNS`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from ibrobust.claims.core import JUDGED, VERDICTS, SummaryError
+from ibrobust.ledger.table import COLUMNS, RULE_BOUNDS
+
+
+def _num(v: float) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    a = abs(v)
+    if a != 0 and (a < 1e-2 or a >= 1e4):
+        return f"{v:.2g}"
+    return f"{v:.3f}" if a < 10 else f"{v:.1f}"
+
+
+def units_text(row: Mapping) -> str:
+    """``3 seeds``, ``500 points``, ``3 seeds x 500 points``: what the interval stands on."""
+    n, unit = int(row["n"]), str(row["unit"])
+    unit = unit[:-1] if n == 1 and unit.endswith("s") else unit
+    text = f"{n} {unit}"
+    pts = int(row.get("points") or 0)
+    if pts and "points" not in unit:
+        text += f" x {pts} points"
+    return text
+
+
+def interval_text(row: Mapping) -> str:
+    lo, hi = row["ci_lo"], row["ci_hi"]
+    if lo is None or (isinstance(lo, float) and math.isnan(lo)):
+        return "no interval"
+    hi_text = "inf" if hi == math.inf else _num(hi)
+    return f"[{_num(lo)}, {hi_text}]"
+
+
+def ours_cell(row: Mapping) -> str:
+    """``0.961 [0.954, 0.968] (3 seeds)``: the mean, its interval and the units."""
+    if row["verdict"] not in JUDGED:
+        return "-"
+    lb = ">= " if row["lower_bound"] else ""
+    return f"{lb}{_num(row['ours_mean'])} {interval_text(row)} ({units_text(row)})"
+
+
+def is_fragile(row: Mapping) -> bool:
+    """Whether the row's verdict changes when one unit is left out (the ledger's ``fragile``
+    column: True, False or empty for not assessed; a CSV read back gives strings)."""
+    return str(row.get("fragile", "")).strip().lower() == "true"
+
+
+def verdict_cell(row: Mapping) -> str:
+    if row["verdict"] not in JUDGED:
+        return f"{row['verdict']}: {row['reason']}"
+    text = f"**{row['verdict']}**" + (" (fragile)" if is_fragile(row) else "")
+    reasons = [
+        r for r in (row["reason"], row.get("fragile_reason", "") if is_fragile(row) else "") if r
+    ]
+    return f"{text}: {'; '.join(reasons)}" if reasons else text
+
+
+def source_cell(row: Mapping) -> str:
+    """``Tsilivis et al. 2024, Sec. 5.2: "SD significantly outperforms GD ..."``."""
+    return f'{row["source"]}: "{row["quote"]}"' if row.get("quote") else str(row["source"])
+
+
+def _escape(s: str) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
+    """The ledger as markdown: a counts line, one table per study, and the notes."""
+    counts = df["verdict"].value_counts()
+    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+    out = [
+        f"# {title}",
+        "",
+        f"{len(df)} claims: {summary}. Ours = mean [{_pct(df)} interval] (the units it stands "
+        "on); the verdict is decided on the interval (`>=`: some values are censored at the "
+        "top of the radius grid, so the interval has no upper end). How each interval is "
+        "computed: `ibrobust.claims.intervals`. Generated from the studies' outputs by "
+        "`snakemake claims`; never edited by hand.",
+        "",
+    ]
+    for study, g in df.groupby("study", sort=False):
+        out += [f"## {study}", ""]
+        out.append("| id | setting | claim | source | paper | ours | verdict |")
+        out.append("|---|---|---|---|---|---|---|")
+        for _, r in g.iterrows():
+            cells = [
+                f"`{r['id']}`",
+                r["setting"],
+                r["claim"],
+                source_cell(r),
+                r["paper"],
+                ours_cell(r),
+                verdict_cell(r),
+            ]
+            out.append("| " + " | ".join(_escape(c) for c in cells) + " |")
+        out.append("")
+    notes = df[(df["note"] != "") & df["verdict"].isin(JUDGED)]
+    out += [
+        "## Each claim's source, rule and measurement",
+        "",
+        "Each rule was derived from the quoted source before a number judged it; *fragile* "
+        "marks a verdict that changes when any one unit (seed, draw or run) is left out.",
+        "",
+    ]
+    # one entry per claim and rule: a claim whose rule differs by setting (e.g. per readout)
+    # lists each rule with the settings it judges
+    rules = ["study", "id", "rule", "derivation"]
+    for _, r in df.drop_duplicates(rules).iterrows():
+        method = df[(df["id"] == r["id"]) & (df["ci_method"] != "")]["ci_method"]
+        how = f" Interval: {', '.join(dict.fromkeys(method))}." if len(method) else ""
+        same = df[(df["study"] == r["study"]) & (df["id"] == r["id"])]
+        where = ""
+        if len(same.drop_duplicates(rules)) > 1:
+            mine = (same["rule"] == r["rule"]) & (same["derivation"] == r["derivation"])
+            where = f" (for {'; '.join(dict.fromkeys(same[mine]['setting']))})"
+        out += [
+            f'- `{r["id"]}` ({r["source"]}; scope: {r["scope"]}). Quote: "{r["quote"]}"',
+            f"  - Rule{where}: {r['rule']}.",
+            f"  - Derivation: {r['derivation']}",
+            f"  - Measured: {r['measure']}.{how}",
+        ]
+    if len(notes):
+        out += ["", "## Notes", ""]
+        out += [f"- `{r['id']}` ({r['setting']}): {r['note']}." for _, r in notes.iterrows()]
+    return "\n".join(out) + "\n"
+
+
+LIGHT = ("not run",)  # verdict colours light enough for dark text
+HEADERS = ("study", "claim id", "claim", "source and quote", "paper", "ours", "verdict",
+           "why", "rule")  # fmt: skip
+
+
+def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
+    """The ledger as one self-contained HTML page (the report's first page): one table of
+    every claim with its source and quote, the paper's number, ours, the verdict coloured as
+    in ``claims.png`` (:data:`ibrobust.plotting.colors.VERDICT_COLORS`), the rule with its
+    derivation; sortable by any column (a few lines of script, no network). Rendered from
+    ``templates/ledger.html.j2`` with Jinja2 (autoescaped)."""
+    import jinja2
+
+    from ibrobust.plotting.colors import VERDICT_COLORS
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("ibrobust.ledger", "templates"),
+        autoescape=True,
+        keep_trailing_newline=True,
+    )
+    studies = list(dict.fromkeys(df["study"]))
+    rows = []
+    for _, r in df.iterrows():
+        judged = r["verdict"] in JUDGED
+        mean = r["ours_mean"]
+        rows.append(
+            dict(
+                study=r["study"],
+                study_order=studies.index(r["study"]),
+                id=r["id"],
+                setting=r["setting"],
+                claim=r["claim"],
+                source=r["source"],
+                quote=r["quote"],
+                scope=r["scope"],
+                paper=r["paper"],
+                ours=ours_cell(r),
+                mean_sort="" if not judged or pd.isna(mean) else f"{float(mean):.12g}",
+                verdict=r["verdict"],
+                verdict_order=VERDICTS.index(r["verdict"]),
+                color=VERDICT_COLORS[r["verdict"]],
+                light=r["verdict"] in LIGHT,
+                fragile=is_fragile(r),
+                reason=r["reason"],
+                fragile_reason=r.get("fragile_reason", "") if is_fragile(r) else "",
+                rule=r["rule"],
+                derivation=r["derivation"],
+                measure=r["measure"],
+            )
+        )
+    counts = df["verdict"].value_counts()
+    verdicts = [
+        dict(name=v, count=int(counts.get(v, 0)), color=VERDICT_COLORS[v], light=v in LIGHT)
+        for v in VERDICTS
+    ]
+    return env.get_template("ledger.html.j2").render(
+        title=title,
+        total=len(df),
+        verdicts=verdicts,
+        fragile=int(sum(is_fragile(r) for _, r in df.iterrows())),
+        level=_pct(df),
+        headers=HEADERS,
+        rows=rows,
+    )
+
+
+def _pct(df: pd.DataFrame) -> str:
+    """The interval level in words (one level per ledger)."""
+    levels = sorted(set(df["level"]))
+    if len(levels) != 1:
+        raise SummaryError(f"a ledger has one interval level, got {levels}")
+    return f"{100 * float(levels[0]):g} %"
+
+
+def readme_excerpt(
+    df: pd.DataFrame, max_rows: int = 8, full: str = "results/claims/claims.md"
+) -> str:
+    """A short markdown table for the README: the first ``max_rows`` claims that ran (then
+    not-run ones), id, ours, paper, verdict; the last line names the ``full`` table."""
+    ran = df[df["verdict"].isin(JUDGED)]
+    pick = pd.concat([ran, df[~df["verdict"].isin(JUDGED)]]).head(max_rows)
+    lines = ["| claim | setting | paper | ours | verdict |", "|---|---|---|---|---|"]
+    for _, r in pick.iterrows():
+        v = r["verdict"] + (" (fragile)" if is_fragile(r) else "")
+        cells = [f"`{r['id']}`", r["setting"], r["paper"], ours_cell(r), v]
+        lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
+    counts = df["verdict"].value_counts()
+    lines += [
+        "",
+        f"({len(df)} claims in all: "
+        + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+        + f"; full table in `{full}`.)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+EXCERPT_START, EXCERPT_END = "<!-- claims-excerpt:start -->", "<!-- claims-excerpt:end -->"
+
+
+def full_table_name(ledger: str | Path) -> str:
+    """The markdown table beside a ledger CSV, as the excerpt names it: from ``results/`` on
+    when the path has it (``/x/results/claims/claims.csv`` -> ``results/claims/claims.md``),
+    else the path as given."""
+    md = Path(ledger).with_suffix(".md").as_posix()
+    return "results/" + md.split("results/", 1)[1] if "results/" in md else md
+
+
+def splice_excerpt(text: str, excerpt: str, where: str) -> str:
+    """``text`` (the file ``where``) with the lines between :data:`EXCERPT_START` and
+    :data:`EXCERPT_END` replaced by ``excerpt``: the README's excerpt is regenerated, never
+    typed. ValueError naming the file when the markers are missing."""
+    start, end = EXCERPT_START, EXCERPT_END
+    if start not in text or end not in text or text.index(start) > text.index(end):
+        raise ValueError(f"{where}: needs the lines {start} and {end} (in that order)")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{excerpt}{end}{tail}"
+
+
+KEY_COLUMNS = ("study", "id", "setting", "verdict")  # what every ledger, however old, has
+NUMERIC = ("level", "ours_mean", "ours_spread", "ci_lo", "ci_hi", *RULE_BOUNDS)
+
+
+def read_ledger(path: str | Path) -> pd.DataFrame:
+    """A ledger CSV written by the claims rule, its columns in :data:`COLUMNS` order. A ledger
+    of an older round may lack columns other than :data:`KEY_COLUMNS` (27a2974's had no
+    intervals, 376045f's no citations, derivations or fragility): they read as empty (NaN
+    for numbers). SummaryError naming the file when a key column is missing."""
+    df = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in NUMERIC})
+    missing = [c for c in KEY_COLUMNS if c not in df]
+    if missing:
+        raise SummaryError(f"{path}: not a ledger, missing columns {missing}")
+    absent = [c for c in COLUMNS if c not in df]
+    df = df.assign(**{c: math.nan if c in NUMERIC else "" for c in absent})
+    df = df.reindex(columns=[*COLUMNS, *(c for c in df if c not in COLUMNS)])
+    df["lower_bound"] = df["lower_bound"].astype(str).str.lower() == "true"
+    # True, False or empty (not assessed), as written; the CSV holds their text
+    df["fragile"] = [{"true": True, "false": False}.get(str(v).strip().lower(), "")
+                     for v in df["fragile"]]  # fmt: skip
+    return df

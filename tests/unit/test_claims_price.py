@@ -1,0 +1,554 @@
+"""The claims ledger of Studies PRICE-LIN and PRICE-NN (Tsilivis et al., NeurIPS 2024) on
+hand-made outputs in the workflow's shapes: each claim's verdicts on hand-computed
+intervals, the not-applicable paths (the protocol claims in a study trained to the limit,
+the limit claims in one that stops at the protocol's loss), the not-run paths, and
+malformed outputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from claims_fixtures import (
+    PRICE,
+    PRICE_NN,
+    PRICE_PROBLEMS,
+    REGIME,
+    T_975_2,
+    T_975_3,
+    T_975_5,
+    T_975_11,
+    T_975_15,
+    default_config,
+    edge_outputs,
+    ledger,
+    one,
+    price_nn_cells,
+    price_outputs,
+    rows_by,
+    t_ends,
+    verdicts,
+)
+
+from ibrobust.claims.core import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    NOT_RUN,
+    WEAKER,
+    SummaryError,
+)
+
+ROBUST_CELLS = "the robust-ERM cells (0 < eps/gamma* <= 0.75)"
+ROBUST = (0.25, 0.5, 0.75)  # config.yaml's robust-ERM cells; 0: ERM; 0.99: the approach to gamma*
+PROTOCOL = (
+    "price.gd_minus_cd", "price.gd_minus_diag_gd", "price.edge_rises_from_erm",
+    "price.edge_falls_toward_margin", "price.no_edge_regime", "price.dense_erm_alike",
+    "price.dense_robust_gap_20", "price.clean_tradeoff", "price.vanishes_at_margin",
+)  # fmt: skip
+LIMIT = ("price.limit_is_min_l1_cd", "price.limit_is_min_l1_diag_gd")
+
+
+def by_regime(df: pd.DataFrame, id_: str) -> dict[str, pd.Series]:
+    """A per-regime claim's rows keyed by its dataset (the setting's start)."""
+    return rows_by(df, "price_linear", id_, part=0, sep=":")
+
+
+# ---- Study PRICE-LIN: the edge of CD over GD ---------------------------------------------------
+@pytest.mark.parametrize(
+    "diffs, verdict",
+    [
+        ((0.07, 0.08, 0.09, 0.08), HOLDS),  # 0.08 +- 3.182 x 0.0082 / 2 = [0.067, 0.093] > 0
+        ((-0.02, 0.03, 0.01, 0.02), INCONCLUSIVE),  # 0.01 +- 0.034 straddles 0
+        ((-0.05, -0.06, -0.04, -0.05), FAILS),
+    ],
+)
+def test_price_gd_minus_cd_paired_by_draw(tmp_path, diffs, verdict):
+    """In the sparse-teacher, dense-input regime GD's robust gap exceeds CD's (and the
+    diagonal net's) by ``diffs[draw]`` at every robust-ERM cell, +-0.02 with n (averaged out
+    over n = 16, 32, 64); elsewhere by nothing. No number in the text: strong = weak > 0."""
+    n_shift = {16: 0.02, 32: 0.0, 64: -0.02}
+
+    def edge(ds, o, f, n, draw):
+        return diffs[draw] + n_shift[n] if ds == REGIME["sparse w*"] and f in ROBUST else 0.0
+
+    df = ledger(tmp_path, default_config(), edge_outputs(edge))
+    for id_ in ("price.gd_minus_cd", "price.gd_minus_diag_gd"):
+        row = one(df, "price_linear", id_)
+        assert row.verdict == verdict, id_
+        assert row.ours_mean == pytest.approx(sum(diffs) / 4)
+        assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(diffs, T_975_3))
+        assert (row.n, row.unit, row.ci_method) == (4, "draws", "t over draws")
+        assert row.name == f"teacher_w4_x512, {ROBUST_CELLS}"
+        assert (row.strong_lo, row.weak_lo) == (0.0, 0.0)
+    row = one(df, "price_linear", "price.gd_minus_cd")
+    if verdict == INCONCLUSIVE:
+        assert "about" in row.reason and "draws would decide (now 4" in row.reason
+    if verdict == HOLDS:  # any three draws: e.g. (0.08, 0.09, 0.08) = [0.069, 0.098] > 0
+        assert row.fragile is False and row.fragile_reason == ""
+
+
+def test_price_edge_rises_from_erm_and_falls_toward_the_margin(tmp_path):
+    """Per regime, GD - CD (= GD - every other optimizer) at eps = 0 / the robust-ERM cells
+    / 0.99 gamma* (the grid's largest fraction below 1); 0.9 is neither:
+
+    dense/dense   0      0.10 + 0.01 draw   0.02   rise (0.10..0.13) holds, fall holds
+    sparse w*     0.05   0.05 + e[draw]     +0.05  rise e = (-0.02, 0.03, 0.01, 0.02):
+                                                   0.01 +- 0.034 inconclusive; fall -0.05 fails
+    sparse/sparse 0.2    0.1                0      rise -0.1 fails; fall 0.1 holds
+    sparse x      0      -0.03              0      no edge: -0.03 <= 0 holds
+    """
+    e = (-0.02, 0.03, 0.01, 0.02)
+    profile = {
+        "dense/dense": lambda f, d: {0.0: 0.0, 0.99: 0.02}.get(f, 0.10 + 0.01 * d),
+        "sparse w*": lambda f, d: {0.0: 0.05, 0.99: 0.10 + e[d]}.get(f, 0.05 + e[d]),
+        "sparse/sparse": lambda f, d: {0.0: 0.2, 0.99: 0.0}.get(f, 0.1),
+        "sparse x": lambda f, d: {0.0: 0.0, 0.99: 0.0}.get(f, -0.03),
+    }
+    name = {ds: r for r, ds in REGIME.items()}
+
+    def edge(ds, o, f, n, draw):
+        return 0.0 if f == 0.9 else profile[name[ds]](f, draw)
+
+    df = ledger(tmp_path, default_config(), edge_outputs(edge))
+    rises = by_regime(df, "price.edge_rises_from_erm")
+    falls = by_regime(df, "price.edge_falls_toward_margin")
+    assert {ds: r.verdict for ds, r in rises.items()} == {
+        "teacher_w512_x512": HOLDS, "teacher_w4_x512": INCONCLUSIVE, "teacher_w4_x4": FAILS,
+    }  # fmt: skip
+    assert {ds: r.verdict for ds, r in falls.items()} == {
+        "teacher_w512_x512": HOLDS, "teacher_w4_x512": FAILS, "teacher_w4_x4": HOLDS,
+    }  # fmt: skip
+    rise = rises["teacher_w512_x512"]
+    assert (rise.ci_lo, rise.ci_hi) == pytest.approx(t_ends((0.10, 0.11, 0.12, 0.13), T_975_3))
+    assert rise.name == f"teacher_w512_x512: {ROBUST_CELLS} vs eps = 0"
+    fall = falls["teacher_w512_x512"]  # (0.10 .. 0.13) - 0.02
+    assert (fall.ci_lo, fall.ci_hi) == pytest.approx(t_ends((0.08, 0.09, 0.10, 0.11), T_975_3))
+    assert (rises["teacher_w4_x512"].ci_lo, rises["teacher_w4_x512"].ci_hi) == pytest.approx(
+        t_ends(e, T_975_3)
+    )
+    assert falls["teacher_w4_x512"].ours_mean == pytest.approx(-0.05)
+    row = one(df, "price_linear", "price.no_edge_regime")
+    assert row.verdict == HOLDS and row.ours_mean == pytest.approx(-0.03)
+    assert row.name == f"teacher_w512_x4, {ROBUST_CELLS}"
+    # the sparse-teacher edge over the robust-ERM cells: 0.05 + e = [0.025, 0.095]
+    row = one(df, "price_linear", "price.gd_minus_cd")
+    assert row.verdict == HOLDS
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends([0.05 + x for x in e], T_975_3))
+
+
+@pytest.mark.parametrize(
+    "erm, verdict",
+    [
+        ((0.004, 0.006, 0.005, 0.005), HOLDS),  # [0.0037, 0.0063] within +-0.01
+        ((0.015, 0.02, 0.025, 0.02), WEAKER),  # 0.02 +- 0.0065: within +-0.03, not +-0.01
+        ((0.0, 0.03, 0.04, 0.05), INCONCLUSIVE),  # 0.03 +- 0.034 straddles 0.03
+        ((0.05, 0.06, 0.04, 0.05), FAILS),
+    ],
+)
+def test_price_dense_regime_alike_under_erm(tmp_path, erm, verdict):
+    def edge(ds, o, f, n, draw):
+        return erm[draw] if ds == REGIME["dense/dense"] and f == 0 else 0.0
+
+    row = one(ledger(tmp_path, default_config(), edge_outputs(edge)), "price_linear",
+              "price.dense_erm_alike")  # fmt: skip
+    assert row.verdict == verdict and row.name == "teacher_w512_x512, eps = 0 (ERM)"
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(erm, T_975_3))
+    assert (row.strong_lo, row.strong_hi, row.weak_lo, row.weak_hi) == (-0.01, 0.01, -0.03, 0.03)
+
+
+@pytest.mark.parametrize(
+    "small_n, verdict",
+    [
+        ((0.24, 0.25, 0.26, 0.25), HOLDS),  # [0.237, 0.263] >= 0.20
+        ((0.10, 0.12, 0.08, 0.10), WEAKER),  # [0.074, 0.126]: over 0, under 0.20
+        ((0.0, 0.3, 0.1, -0.1), INCONCLUSIVE),  # 0.075 +- 0.27 straddles 0
+    ],
+)
+def test_price_dense_gap_exceeds_20_percent_at_the_smallest_n(tmp_path, small_n, verdict):
+    """GD - CD at n = 16 (the smallest n) over the robust-ERM cells; at the larger n it is
+    0, which the claim does not see."""
+
+    def edge(ds, o, f, n, draw):
+        return small_n[draw] if ds == REGIME["dense/dense"] and f in ROBUST and n == 16 else 0.0
+
+    row = one(ledger(tmp_path, default_config(), edge_outputs(edge)), "price_linear",
+              "price.dense_robust_gap_20")  # fmt: skip
+    assert row.verdict == verdict and row.note == "n = 16"
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(small_n, T_975_3))
+
+
+def test_price_clean_tradeoff_reads_the_clean_gaps(tmp_path):
+    """GD's clean gap 0.02 below CD's in the dense regime's robust-ERM cells (robust gaps
+    alike): holds; 0.02 above: does not hold."""
+    for sign, verdict in ((-1, HOLDS), (1, FAILS)):
+
+        def clean(ds, o, f, n, draw, s=sign):
+            ahead = o == "lin_gd" and ds == REGIME["dense/dense"] and f in ROBUST
+            return 0.1 + s * 0.02 * ahead
+
+        summary, problems = price_outputs(lambda *a: 0.05, clean=clean)
+        df = ledger(tmp_path, default_config(), {PRICE: summary, PRICE_PROBLEMS: problems})
+        row = one(df, "price_linear", "price.clean_tradeoff")
+        assert row.verdict == verdict and row.ours_mean == pytest.approx(sign * 0.02)
+        assert row.name == f"teacher_w512_x512, {ROBUST_CELLS}, clean gaps"
+
+
+def test_price_vanishes_at_the_margin_on_converged_runs(tmp_path):
+    """GD - CD at 0.99 gamma* is at_margin[draw] in every regime where both reached the
+    stopping loss; GD did not at n = 64 (where its gap is 0.5 higher: left out), and in the
+    sparse-x regime nothing converged at 0.99 (the regime is left out, said in the note)."""
+    at_margin = (0.004, 0.006, 0.005, 0.005)
+
+    def edge(ds, o, f, n, draw):
+        if f != 0.99:
+            return 0.0
+        return at_margin[draw] + (0.5 if n == 64 else 0.0)
+
+    def converged(ds, o, f, n, draw):
+        if f != 0.99:
+            return True
+        return not ((o == "lin_gd" and n == 64) or ds == REGIME["sparse x"])
+
+    df = ledger(tmp_path, default_config(), edge_outputs(edge, converged=converged))
+    row = one(df, "price_linear", "price.vanishes_at_margin")
+    # one value per (regime, draw): 3 regimes x 4 draws, 0.005 +- 2.201 x 0.00085 / sqrt 12
+    assert row.verdict == HOLDS and (row.n, row.unit) == (12, "(regime, draw) pairs")
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(at_margin * 3, T_975_11))
+    assert row.note == "eps = 0.99 gamma*; no converged pair in sparse x"
+    # 0.05 apart in every regime (converged everywhere): wholly outside +-0.03
+    df = ledger(tmp_path, default_config(),
+                edge_outputs(lambda ds, o, f, n, d: 0.05 if f == 0.99 else 0.0))  # fmt: skip
+    row = one(df, "price_linear", "price.vanishes_at_margin")
+    assert row.verdict == FAILS and row.n == 16 and row.note == "eps = 0.99 gamma*"
+    # within +-0.03 but not +-0.01: (0.02 + 0.001 draw), 16 values
+    df = ledger(tmp_path, default_config(),
+                edge_outputs(lambda ds, o, f, n, d: 0.02 + 0.001 * d if f == 0.99 else 0.0))  # fmt: skip
+    row = one(df, "price_linear", "price.vanishes_at_margin")
+    values = [0.02 + 0.001 * d for d in range(4)] * 4
+    assert row.verdict == WEAKER and (row.ci_lo, row.ci_hi) == pytest.approx(
+        t_ends(values, T_975_15)
+    )
+    # nothing converged at 0.99: not run
+    df = ledger(tmp_path, default_config(),
+                edge_outputs(lambda *a: 0.0, converged=lambda ds, o, f, n, d: f != 0.99))  # fmt: skip
+    row = one(df, "price_linear", "price.vanishes_at_margin")
+    assert row.verdict == NOT_RUN
+    assert row.reason == "no regime where GD and CD both reached the stopping loss at [0.99]"
+
+
+# ---- Study PRICE-LIN: the limit, and which study judges what -----------------------------------
+LIMIT_FRACTIONS = (0.0, 0.5)  # the price_limit study's eps grid (config.yaml)
+
+
+def limit_files(cd, diag, converged=None) -> dict:
+    """The price_limit study's outputs: its optimizers and eps grid; the normalised margin
+    of CD / the diagonal net's runs ``cd(n, draw)`` / ``diag(n, draw)`` (GD's 0.3)."""
+    margin = {"lin_cd": cd, "diag_gd": diag, "lin_gd": lambda n, d: 0.3}
+    summary, problems = price_outputs(
+        lambda *a: 0.05, converged=converged, margin=lambda ds, o, f, n, d: margin[o](n, d),
+        optimizers=("lin_gd", "lin_cd", "diag_gd"), n_values=(32, 128), fractions=LIMIT_FRACTIONS,
+    )  # fmt: skip
+    return {("price_limit", PRICE[1]): summary, ("price_limit", PRICE_PROBLEMS[1]): problems}
+
+
+def test_price_limit_is_the_min_l1_separator_in_a_study_trained_to_the_limit(tmp_path):
+    """CD's margin ratio 0.95 + 0.01 draw in every regime: 16 (regime, draw) values, 0.965 +-
+    2.131 x 0.0115 / 4 = [0.959, 0.971] inside [0.9, 1.001]; the diagonal net's 0.6 + 0.02
+    draw: over 0 but under 0.9, except its unconverged n = 128 runs at 0.1, left out."""
+
+    def converged(ds, o, f, n, d):
+        return not (o == "diag_gd" and n == 128)
+
+    files = limit_files(lambda n, d: 0.95 + 0.01 * d,
+                        lambda n, d: 0.1 if n == 128 else 0.6 + 0.02 * d, converged)  # fmt: skip
+    df = ledger(tmp_path, default_config(price_limit=True), files)
+    row = one(df, "price_limit", "price.limit_is_min_l1_cd")
+    cd = [0.95 + 0.01 * d for d in range(4)] * 4
+    assert row.verdict == HOLDS and (row.n, row.unit) == (16, "(regime, draw) pairs")
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(cd, T_975_15))
+    assert row.name == "every regime, eps < gamma*, runs trained to the limit"
+    row = one(df, "price_limit", "price.limit_is_min_l1_diag_gd")
+    assert row.verdict == WEAKER and row.ours_mean == pytest.approx(0.63)
+    # a margin above the LP's gamma* is a bookkeeping error: does not hold
+    files = limit_files(lambda n, d: 1.05, lambda n, d: 0.6)
+    df = ledger(tmp_path, default_config(price_limit=True), files)
+    assert verdicts(df, "price_limit", "price.limit_is_min_l1_cd") == [FAILS]
+    # no CD run reached the stopping loss: not run
+    files = limit_files(lambda n, d: 1.0, lambda n, d: 1.0, lambda ds, o, f, n, d: o != "lin_cd")
+    row = one(ledger(tmp_path, default_config(price_limit=True), files), "price_limit",
+              "price.limit_is_min_l1_cd")  # fmt: skip
+    assert (row.verdict, row.reason) == (NOT_RUN, "no lin_cd run reached the stopping loss")
+
+
+def test_protocol_claims_are_not_applicable_in_a_study_trained_to_the_limit(tmp_path):
+    """price_limit stops at train loss 1e-30: the paper's protocol claims (judged at its
+    common, moderate train loss) are not applicable there, whatever its numbers; the limit
+    claims are not applicable in price_linear (1e-4)."""
+    files = limit_files(lambda n, d: 0.95, lambda n, d: 0.95)
+    files.update(edge_outputs(lambda ds, o, f, n, d: 0.05 if f > 0 else 0.0))
+    df = ledger(tmp_path, default_config(price_limit=True), files).reset_index()
+    limit, protocol = df[df.study == "price_limit"], df[df.study == "price_linear"]
+    assert set(limit[limit.id.isin(PROTOCOL)].verdict) == {NOT_APPLICABLE}
+    assert set(limit[limit.id.isin(LIMIT)].verdict) == {HOLDS}
+    reason = limit[limit.id == "price.gd_minus_cd"].reason.iloc[0]
+    assert reason.startswith("the study trains to the limit (stopping loss 1e-30 < 1e-10)")
+    assert set(protocol[protocol.id.isin(LIMIT)].verdict) == {NOT_APPLICABLE}
+    reason = protocol[protocol.id == "price.limit_is_min_l1_cd"].reason.iloc[0]
+    assert reason.startswith("the study stops at train loss 0.0001 (the paper's protocol)")
+    assert "study price_limit" in reason
+    assert not protocol[protocol.id.isin(PROTOCOL)].verdict.isin([NOT_APPLICABLE, NOT_RUN]).any()
+    # not applicable rows carry no number, like not-run ones
+    na = df[df.verdict == NOT_APPLICABLE]
+    assert na.ours_mean.isna().all() and (na.n == 0).all() and (na.fragile == "").all()
+    # not applicable comes before not run: the limit claims of a disabled price_limit are
+    # not run (the study is off), and of price_linear not applicable even without outputs
+    df = ledger(tmp_path / "off", default_config(), {}).reset_index()
+    assert set(df[df.study == "price_limit"].verdict) == {NOT_RUN}
+    assert set(df[(df.study == "price_linear") & df.id.isin(LIMIT)].verdict) == {NOT_APPLICABLE}
+    assert set(df[(df.study == "price_linear") & df.id.isin(PROTOCOL)].verdict) == {NOT_RUN}
+
+
+def test_price_claims_need_their_regime_and_optimizers(tmp_path):
+    files = edge_outputs(lambda ds, o, f, n, d: 0.05 if f > 0 else 0.0)
+    cfg = default_config()
+    cfg["studies"]["price_linear"]["optimizers"] = ["lin_gd", "lin_cd", "lin_sd"]
+    row = one(ledger(tmp_path, cfg, files), "price_linear", "price.gd_minus_diag_gd")
+    assert (row.verdict, row.reason) == (NOT_RUN, "the study runs no diag_gd optimizer")
+    cfg = default_config()
+    cfg["studies"]["price_linear"]["datasets"] = ["teacher_w512_x512", "teacher_w4_x4"]
+    df = ledger(tmp_path, cfg, files)
+    row = one(df, "price_linear", "price.gd_minus_cd")
+    assert (row.verdict, row.reason) == (NOT_RUN, "the study has no sparse w* regime")
+    row = one(df, "price_linear", "price.no_edge_regime")
+    assert (row.verdict, row.reason) == (NOT_RUN, "the study has no sparse x regime")
+    assert verdicts(df, "price_linear", "price.dense_erm_alike") == [HOLDS]  # 0 at eps = 0
+    # an eps grid without a fraction between 0.75 and 1: the fall has no cell to fall to
+    summary, problems = price_outputs(lambda *a: 0.05, fractions=(0.0, 0.25, 0.5))
+    df = ledger(tmp_path, default_config(), {PRICE: summary, PRICE_PROBLEMS: problems})
+    assert {r.reason for r in by_regime(df, "price.edge_falls_toward_margin").values()} == {
+        "the eps grid has no such cell"
+    }
+
+
+def test_malformed_price_outputs_fail(tmp_path):
+    files = edge_outputs(lambda *a: 0.08)
+    price = files[PRICE].copy()
+    price[["robust_gap_mean", "robust_gap_std"]] = price[
+        ["robust_gap_std", "robust_gap_mean"]
+    ].to_numpy()
+    fails(tmp_path, {**files, PRICE: price}, PRICE,
+          "'robust_gap_mean' is not train_robust_acc_mean")  # fmt: skip
+    problems = files[PRICE_PROBLEMS]
+    used = problems[(problems.dataset == "teacher_w4_x512") & (problems.optimizer == "lin_gd")
+                    & (problems.eps_fraction == 0.5)]  # fmt: skip
+    for bad, fragments in (
+        (problems.drop(columns="draw"), ("missing column 'draw'",)),
+        (problems.assign(test_robust_acc=1.5), ("'test_robust_acc'", "outside its valid range")),
+        (problems.assign(converged="yes"), ("'converged' is not numeric",)),
+        (problems.assign(optimizer=np.nan), ("'optimizer' has empty values",)),
+        (
+            pd.concat([problems, used.iloc[:1]]),
+            ("price.gd_minus_cd", "several rows per (eps, n, draw) for lin_gd on teacher_w4_x512"),
+        ),
+    ):
+        fails(tmp_path, {**files, PRICE_PROBLEMS: bad}, PRICE_PROBLEMS, *fragments)
+
+
+def fails(tmp_path, files: dict, where: tuple[str, str], *fragments: str, cfg=None) -> None:
+    with pytest.raises(SummaryError) as err:
+        ledger(tmp_path, cfg or default_config(), files)
+    msg = str(err.value)
+    assert str(tmp_path / where[0] / where[1]) in msg, msg
+    for f in fragments:
+        assert f in msg, msg
+
+
+# ---- Study PRICE-NN ------------------------------------------------------------------------------
+NN = default_config(price_nn=True)
+# config.yaml: CNN cells n in (50, 200) x eps in (0.1, 0.2), FC n = 100 at eps 0 and 0.1
+CNN = {(50, 0.1): (4.0, 5.0, 6.0), (200, 0.1): (2.0, 4.0, 3.0),
+       (50, 0.2): (6.0, 7.0, 8.0), (200, 0.2): (5.0, 4.0, 6.0)}  # fmt: skip
+
+
+def cnn_cells(df: pd.DataFrame) -> dict[str, pd.Series]:
+    """price_nn.cnn_gd_ahead's rows keyed by their cell (``n = 50, eps = 0.1``)."""
+    rows = df.loc[("price_nn", "price_nn.cnn_gd_ahead")]
+    return {", ".join(s.split(", ")[1:3]): r for s, r in rows.iterrows()}
+
+
+@pytest.mark.parametrize(
+    "cell, verdict",
+    [
+        ((2.0, 3.0, 4.0), HOLDS),  # 3 +- 2.48 > 0
+        ((2.0, -3.0, 0.5), INCONCLUSIVE),  # -0.17 +- 6.37 straddles 0
+        ((-2.0, -3.0, -4.0), FAILS),
+    ],
+)
+def test_price_nn_cnn_gd_ahead_per_fitted_cell(tmp_path, cell, verdict):
+    cells = price_nn_cells(cnn={**CNN, (50, 0.1): cell}, cnn_clean={50: (0, 0, 0)})
+    rows = cnn_cells(ledger(tmp_path, NN, {PRICE_NN: cells}))
+    row = rows["n = 50, eps = 0.1"]
+    assert row.verdict == verdict
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(cell, T_975_2))
+    assert (row.n, row.unit, row.points) == (3, "seeds", 500)  # config.yaml's cnn attack_points
+    assert row.note == "3 of 3 seeds with both algorithms fitted"
+    assert {k: r.verdict for k, r in rows.items() if k != "n = 50, eps = 0.1"} == {
+        "n = 200, eps = 0.1": HOLDS, "n = 50, eps = 0.2": HOLDS, "n = 200, eps = 0.2": HOLDS,
+    }  # fmt: skip
+
+
+def test_price_nn_cnn_cells_count_only_seeds_where_both_fitted(tmp_path):
+    unfitted = [("cnn", 200, 0.1, 2), *(("cnn", 200, 0.2, s) for s in range(3))]
+    cells = price_nn_cells(cnn={**CNN, (200, 0.1): (2.0, 2.2, -40.0)}, unfitted=unfitted)
+    rows = cnn_cells(ledger(tmp_path, NN, {PRICE_NN: cells}))
+    row = rows["n = 200, eps = 0.1"]  # seed 2 (-40) did not fit: (2, 2.2), 2.1 +- 1.27 > 0
+    assert row.note == "2 of 3 seeds with both algorithms fitted"
+    assert (row.verdict, row.n, row.ours_mean) == (HOLDS, 2, pytest.approx(2.1))
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((2.0, 2.2), 12.7062047362))
+    # the fragility note names the fitted seeds by id: without seed 0 or 1, one is left
+    assert row.fragile_reason == "without seed 0: inconclusive; without seed 1: inconclusive"
+    row = rows["n = 200, eps = 0.2"]
+    assert row.verdict == NOT_RUN
+    assert row.reason == "no seed of cell n=200, eps=0.2 where both algorithms fitted"
+
+
+def test_price_nn_cnn_trends_over_the_grid(tmp_path):
+    """Slopes of GD - SD with an intercept per (seed, other variable), two cells per group:
+    each group's slope is its difference over the x step, the pooled slope their mean, and
+    SE = sqrt(sum (D_g - mean D)^2 / 2 / df / Sxx) with Sxx = 6 groups x 2 x (step / 2)^2
+    and df = 12 - 6 - 1 = 5.
+
+    log n: (seed, eps) differences D = 200 minus 50: eps 0.1 (-2, -1, -3), eps 0.2 (-1, -3,
+    -2): mean -2, sum of squares 4; step ln 4: slope -2 / ln 4 = -1.443, SE = sqrt(2 / 5 /
+    (3 ln^2 4)) = 0.263: [-2.12, -0.77] < 0: holds.
+    eps: (seed, n) differences 0.2 minus 0.1: n 50 (2, 2, 2), n 200 (3, 0, 3): mean 2, sum of
+    squares 6; step 0.1: slope 20, SE = sqrt(3 / 5 / 0.03) = 4.47: [8.50, 31.50] > 0: holds."""
+    cells = price_nn_cells(cnn=CNN, cnn_clean={50: (1.0, 1.0, 1.0)})
+    df = ledger(tmp_path, NN, {PRICE_NN: cells})
+    row = one(df, "price_nn", "price_nn.cnn_gap_smaller_n")
+    slope, se = -2 / math.log(4), math.sqrt(2 / 5 / (3 * math.log(4) ** 2))
+    assert row.verdict == HOLDS
+    assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx(
+        (slope, slope - T_975_5 * se, slope + T_975_5 * se)
+    )
+    assert (row.n, row.unit) == (12, "(cell, seed) pairs")
+    assert row.ci_method == "t of the pooled OLS slope, an intercept per group"
+    row = one(df, "price_nn", "price_nn.cnn_gap_larger_eps")
+    se = math.sqrt(3 / 5 / 0.03)
+    assert row.verdict == HOLDS
+    assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx(
+        (20.0, 20 - T_975_5 * se, 20 + T_975_5 * se)
+    )
+    # leaving one (seed, row) group out refits on the other five: still > 0, not fragile
+    assert row.fragile is False
+    # robust ERM over ERM at n = 50: mean over eps of GD - SD per seed (5, 6, 7) minus the
+    # clean difference at eps 0 (1 each): (4, 5, 6)
+    row = one(df, "price_nn", "price_nn.cnn_robust_over_erm")
+    assert row.verdict == HOLDS and row.note == "n = 50"
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((4.0, 5.0, 6.0), T_975_2))
+    # the opposite trends do not hold
+    flipped = {k: tuple(-v for v in vs) for k, vs in CNN.items()}
+    df = ledger(tmp_path, NN, {PRICE_NN: price_nn_cells(cnn=flipped, cnn_clean={50: (0,) * 3})})
+    assert verdicts(df, "price_nn", "price_nn.cnn_gap_smaller_n") == [FAILS]
+    assert verdicts(df, "price_nn", "price_nn.cnn_gap_larger_eps") == [FAILS]
+    assert verdicts(df, "price_nn", "price_nn.cnn_robust_over_erm") == [FAILS]
+
+
+def test_price_nn_sd_instability_in_the_largest_cell(tmp_path):
+    cells = price_nn_cells(cnn=CNN, late={"sd": (0.3, 0.4, 0.35), "gd": (0.1, 0.1, 0.1)})
+    row = one(ledger(tmp_path, NN, {PRICE_NN: cells}), "price_nn", "price_nn.cnn_sd_unstable")
+    assert row.verdict == HOLDS and row.note == "n = 200, eps = 0.2"
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((0.2, 0.3, 0.25), T_975_2))
+    # (0, -0.2, -0.25): -0.15 +- 4.303 x 0.132 / sqrt 3 = [-0.48, 0.18] straddles 0
+    cells = price_nn_cells(cnn=CNN, late={"sd": (0.1, 0.0, 0.05), "gd": (0.1, 0.2, 0.3)})
+    row = one(ledger(tmp_path, NN, {PRICE_NN: cells}), "price_nn", "price_nn.cnn_sd_unstable")
+    assert row.verdict == INCONCLUSIVE
+    cells = price_nn_cells(cnn=CNN, late={"sd": (0.0, 0.0, 0.0), "gd": (0.2, 0.3, 0.25)})
+    row = one(ledger(tmp_path, NN, {PRICE_NN: cells}), "price_nn", "price_nn.cnn_sd_unstable")
+    assert row.verdict == FAILS  # [-0.374, -0.126]
+
+
+@pytest.mark.parametrize(
+    "fc, verdict",
+    [
+        ((6.0, 7.0, 8.0), HOLDS),  # 7 +- 2.48 = [4.52, 9.48] >= 4.11 less 10 % = 3.70
+        ((4.0, 5.0, 3.0), WEAKER),  # [1.52, 6.48]: over 0, straddles 3.70
+        ((2.0, -1.0, 0.5), INCONCLUSIVE),  # 0.5 +- 3.73 straddles 0
+        ((-3.0, -4.0, -3.5), FAILS),  # [-4.74, -2.26]
+    ],
+)
+def test_price_nn_fc_sd_beats_gd(tmp_path, fc, verdict):
+    cells = price_nn_cells(fc_robust={0.1: fc})
+    row = one(ledger(tmp_path, NN, {PRICE_NN: cells}), "price_nn", "price_nn.fc_sd_beats_gd")
+    assert row.verdict == verdict
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(fc, T_975_2))
+    assert (row.strong_lo, row.weak_lo) == (3.7, 0.0)
+    assert (row.n, row.unit, row.points) == (3, "seeds", 500)
+    assert row.name == "FC net, MNIST 2 vs 7, eps = 0.1, seeds where both fitted"
+    if verdict == WEAKER:
+        assert "straddles the strong threshold 3.7" in row.reason
+
+
+def test_price_nn_fc_claims(tmp_path):
+    cells = price_nn_cells(
+        fc_robust={0.1: (6.0, 7.0, 8.0)},
+        fc_clean=(0.5, -0.5, 0.2),
+        overfit={"gd": (2.0, 3.0, 4.0), "sd": (0.0, 0.0, 0.0)},
+        unfitted=[],
+    )
+    df = ledger(tmp_path, NN, {PRICE_NN: cells})
+    row = one(df, "price_nn", "price_nn.fc_erm_alike")
+    assert row.verdict == WEAKER  # 0.067 +- 1.27 = [-1.21, 1.34]: within +-3, not +-1
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((0.5, -0.5, 0.2), T_975_2))
+    # robust over ERM per seed: (6, 7, 8) - (0.5, -0.5, 0.2) = (5.5, 7.5, 7.8)
+    row = one(df, "price_nn", "price_nn.fc_gap_larger_robust")
+    assert row.verdict == HOLDS
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((5.5, 7.5, 7.8), T_975_2))
+    # GD's best minus final (2, 3, 4) minus SD's (0): holds
+    row = one(df, "price_nn", "price_nn.fc_gd_overfits")
+    assert row.verdict == HOLDS
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((2.0, 3.0, 4.0), T_975_2))
+    # an unfitted FC seed is left out of every FC comparison
+    cells = price_nn_cells(fc_robust={0.1: (6.0, 7.0, 30.0)}, unfitted=[("fc", 100, 0.1, 2)])
+    row = one(ledger(tmp_path, NN, {PRICE_NN: cells}), "price_nn", "price_nn.fc_sd_beats_gd")
+    assert row.note == "2 of 3 seeds with both algorithms fitted" and row.n == 2
+    assert row.ours_mean == pytest.approx(6.5)
+
+
+def test_price_nn_not_run_paths(tmp_path):
+    # the default config: the study is disabled
+    df = ledger(tmp_path, default_config(), {}).reset_index()
+    nn = df[df.study == "price_nn"]
+    assert len(nn) == 12 and set(nn.reason) == {"study disabled (enabled: false)"}
+    # enabled, no cells.csv: every claim names the file it lacks
+    df = ledger(tmp_path / "none", NN, {}).reset_index()
+    nn = df[df.study == "price_nn"]
+    assert set(nn.verdict) == {NOT_RUN} and all("figures/cells.csv" in r for r in nn.reason)
+    # a study without its FC half: the FC claims say so (a scale rung overrides fc: null)
+    cfg = default_config(price_nn=True)
+    cfg["studies"]["price_nn"]["fc"] = None
+    cells = price_nn_cells(cnn=CNN, fc_clean=())
+    df = ledger(tmp_path / "cnn", cfg, {PRICE_NN: cells}).reset_index()
+    fc = df[(df.study == "price_nn") & df.id.str.startswith("price_nn.fc")]
+    assert set(fc.id) == {"price_nn.fc_erm_alike", "price_nn.fc_gap_larger_robust",
+                          "price_nn.fc_gd_overfits"}  # fmt: skip
+    assert set(fc.reason) == {"the study has no fc half"}
+    # cells of the CNN only, with the FC half configured: the FC claims find no rows
+    df = ledger(tmp_path / "rows", NN, {PRICE_NN: cells})
+    row = one(df, "price_nn", "price_nn.fc_erm_alike")
+    assert (row.verdict, row.reason) == (NOT_RUN, "no fc rows at eps 0")
+
+
+def test_malformed_price_nn_cells_fail(tmp_path):
+    cells = price_nn_cells(cnn=CNN)
+    for bad, fragments in (
+        (cells.drop(columns="gd_fitted"), ("missing column 'gd_fitted'",)),
+        (cells.assign(sd_robust_test=1.5), ("'sd_robust_test'", "outside its valid range")),
+        (cells.assign(arch="mlp"), ("'arch' has values ['mlp']",)),
+        (cells.assign(gd_fitted=np.nan), ("'gd_fitted' has NaN",)),
+    ):
+        fails(tmp_path, {PRICE_NN: bad}, PRICE_NN, *fragments, cfg=NN)
