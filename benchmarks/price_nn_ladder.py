@@ -26,11 +26,26 @@ One JSON record per cell goes to ``OUT/cells.jsonl`` (``--tag`` names the experi
 algorithm the steps to each threshold or "not reached", the last loss, the final robust
 train error, CPU-s). No test accuracy is computed anywhere in this script.
 
+The width selection rule (written down before the ladder's runs at the hardest cell;
+docs/studies/price_nn.md, "The CNN's width"): the study's CNN width multiplier is the
+smallest width on the ladder {1, 2, 4, 8}, tried in increasing order, at which GD and SD
+both *fit* on every ladder seed (0, 1, 2) at the study's hardest cell -- the largest n and
+the largest eps of the CNN grid -- within the study's step budget (the optimizers'
+``max_steps``). A run fits (:func:`fits`) when it reaches the cell's loss threshold (the
+optimizers' ``stop_loss``; the smallest of ``--thresholds``) with the perturbed batch
+classified without error, and its final net has robust train error 0 under a fresh draw of
+the training PGD on every training image. A width is out at its first run that does not
+fit (``--stop-width-on-miss``: its remaining seeds and algorithms are not run). Training
+data only: no test accuracy, no claim, no verdict is involved. ``--select TAG`` applies
+the rule to the records of a tag (:func:`select_width`).
+
     L="nice -n 5 python benchmarks/price_nn_ladder.py --data-root ../shared/data --out results/benchmarks/price_nn_ladder"
     $L --tag lr --n 100 --eps 0.2 --width 2 --lrs 0.05 0.1 0.2 --seeds 0 --max-steps 400
     $L --tag ladder --n 100 --eps 0.2 --width 1 2 4 --seeds 0 1 2 --max-steps 1500
     $L --tag fc_lr --arch fc --n 100 --eps 0.1 --lrs 1e-3 2e-3 5e-3 1e-2 2e-2 --max-steps 3000
+    $L --tag ladder_hardest --n 50 --eps 0.2 --width 1 2 4 8 --seeds 0 1 2 --stop-width-on-miss
     $L --table
+    $L --select ladder_hardest
 """
 
 from __future__ import annotations
@@ -70,6 +85,30 @@ def first_fit(history: list[dict], threshold: float) -> int | None:
     for rec in history:
         if rec["loss"] < threshold and rec["acc"] >= 1.0:
             return int(rec["epoch"])
+    return None
+
+
+def fits(rec: dict) -> bool:
+    """A ladder run fits: it reached its smallest loss threshold (the cell's ``stop_loss``)
+    with the perturbed batch classified without error, and its final robust train error
+    (fresh training PGD, every training image) is 0."""
+    if rec.get("diverged"):
+        return False
+    smallest = min(rec["reached"], key=float)
+    return rec["reached"][smallest] is not None and rec["robust_train_err"] == 0.0
+
+
+def select_width(recs: list[dict], seeds=(0, 1, 2), algorithms=("gd", "sd")) -> float | None:
+    """The smallest width at which every (seed, algorithm) run fits (:func:`fits`); None when
+    no width of the records does. A width missing a run of ``seeds`` x ``algorithms`` (and
+    with no run that does not fit) is not selected: the rule needs every seed."""
+    by_width: dict[float, dict[tuple, dict]] = {}
+    for r in recs:
+        by_width.setdefault(float(r["width"]), {})[(int(r["seed"]), r["algorithm"])] = r
+    for width in sorted(by_width):
+        runs = by_width[width]
+        if all((s, a) in runs and fits(runs[(s, a)]) for s in seeds for a in algorithms):
+            return width
     return None
 
 
@@ -151,13 +190,17 @@ def run(args) -> None:
     widths = args.width if arch == "cnn" else [None]
     for width in widths:
         for lr in lrs:
+            missed = False
             for seed in args.seeds:
                 for opt_name in opts:
+                    if missed:
+                        break
                     rec = run_cell(cfg, args, arch, opt_name, lr, width, seed)
                     with open(out / "cells.jsonl", "a") as f:
                         f.write(json.dumps(rec) + "\n")
                     print(json.dumps({k: v for k, v in rec.items() if k != "loss_every_50"}),
                           flush=True)  # fmt: skip
+                    missed = args.stop_width_on_miss and not fits(rec)
 
 
 def table(args) -> None:
@@ -184,6 +227,16 @@ def table(args) -> None:
             )
 
 
+def select(args) -> None:
+    path = Path(args.out) / "cells.jsonl"
+    recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    recs = [r for r in recs if r["tag"] == args.select]
+    if not recs:
+        raise SystemExit(f"no records with tag {args.select!r} in {path}")
+    width = select_width(recs, tuple(args.seeds))
+    print(f"tag {args.select}: width {width if width is not None else 'none of the ladder'}")
+
+
 def _int(v) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else str(int(v))
 
@@ -207,9 +260,15 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--max-steps", type=int)
     ap.add_argument("--thresholds", type=float, nargs="+", default=[0.1, 0.05, 0.02, 0.01])
+    ap.add_argument("--stop-width-on-miss", action="store_true",
+                    help="a width is out at its first run that does not fit")  # fmt: skip
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--select", metavar="TAG", help="the width the selection rule picks")
     args = ap.parse_args()
-    table(args) if args.table else run(args)
+    if args.select:
+        select(args)
+    else:
+        table(args) if args.table else run(args)
 
 
 if __name__ == "__main__":
