@@ -28,8 +28,8 @@ rule price_nn_figures:
         fc_md=report("results/{study}/figures/fc_table.md", caption="../report/price_nn/fc_table.rst", category="{study}", subcategory="tables"),
         summary_csv="results/{study}/figures/summary.csv",
         summary_md=report("results/{study}/figures/summary.md", caption="../report/price_nn/summary.rst", category="{study}", subcategory="tables"),
-        seeds_csv="results/{study}/figures/seeds.csv",
-        seeds_md=report("results/{study}/figures/seeds.md", caption="../report/price_nn/seeds.rst", category="{study}", subcategory="tables"),
+        cells_csv="results/{study}/figures/cells.csv",
+        cells_md=report("results/{study}/figures/cells.md", caption="../report/price_nn/cells.rst", category="{study}", subcategory="tables"),
         runs="results/{study}/figures/runs.csv",
     log:
         "results/logs/figures/{study}/price_nn.log",

@@ -1,5 +1,5 @@
-"""Rule price_nn_figures: accuracy curves, FC table, CNN heatmap, summary and per-seed pairs of
-Study PRICE-NN."""
+"""Rule price_nn_figures: accuracy curves, FC table, CNN heatmap, summary and the per-seed
+pairs (cells.csv, which the claims read) of Study PRICE-NN."""
 
 import json
 from types import SimpleNamespace as NS
@@ -46,15 +46,15 @@ with Job(snakemake) as job:
     )
     save_csv(out.fc_csv, tables["fc_table"])
     save_csv(out.summary_csv, tables["differences"])
-    save_csv(out.seeds_csv, tables["seeds"])
-    with atomic_path(out.seeds_md) as tmp:
-        tmp.write_text(markdown_table(tables["seeds"]) + "\n")
+    save_csv(out.cells_csv, tables["cells"])
+    with atomic_path(out.cells_md) as tmp:
+        tmp.write_text(markdown_table(tables["cells"]) + "\n")
     with atomic_path(out.fc_md) as tmp:
         tmp.write_text(markdown_table(tables["fc_table"]) + "\n")
     with atomic_path(out.summary_md) as tmp:
         tmp.write_text(tables["summary_md"])
     save_csv(out.runs, final)
-    for f in (out.fc_csv, out.fc_md, out.summary_csv, out.summary_md, out.seeds_csv,
-              out.seeds_md, out.runs):
+    for f in (out.fc_csv, out.fc_md, out.summary_csv, out.summary_md, out.cells_csv,
+              out.cells_md, out.runs):
         job.artifact(f, "tables")
     job.log.info("summary:\n%s", tables["summary_md"])

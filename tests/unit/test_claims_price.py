@@ -6,6 +6,7 @@ malformed outputs."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -18,7 +19,6 @@ from claims_fixtures import (
     REGIME,
     T_975_2,
     T_975_3,
-    T_975_5,
     T_975_11,
     T_975_15,
     default_config,
@@ -368,8 +368,18 @@ def fails(tmp_path, files: dict, where: tuple[str, str], *fragments: str, cfg=No
 
 
 # ---- Study PRICE-NN ------------------------------------------------------------------------------
-NN = default_config(price_nn=True)
-# config.yaml: CNN cells n in (50, 200) x eps in (0.1, 0.2), FC n = 100 at eps 0 and 0.1
+def _nn_config() -> dict:
+    """config.yaml with Study PRICE-NN on a grid of the tests' own (config.yaml's grid is
+    the study's to change): CNN cells n in (50, 200) x eps in (0.1, 0.2) plus ERM, FC n = 100
+    at eps 0 and 0.1; attack_points 500 in both halves."""
+    cfg = default_config(price_nn=True)
+    st = cfg["studies"]["price_nn"]
+    st["cnn"].update(n_train=[50, 200], eps=[0.0, 0.1, 0.2], attack_points=500)
+    st["fc"].update(n_train=[100], eps=[0.0, 0.1], attack_points=500)
+    return cfg
+
+
+NN = _nn_config()
 CNN = {(50, 0.1): (4.0, 5.0, 6.0), (200, 0.1): (2.0, 4.0, 3.0),
        (50, 0.2): (6.0, 7.0, 8.0), (200, 0.2): (5.0, 4.0, 6.0)}  # fmt: skip
 
@@ -416,42 +426,61 @@ def test_price_nn_cnn_cells_count_only_seeds_where_both_fitted(tmp_path):
     assert row.reason == "no seed of cell n=200, eps=0.2 where both algorithms fitted"
 
 
-def test_price_nn_cnn_trends_over_the_grid(tmp_path):
-    """Slopes of GD - SD with an intercept per (seed, other variable), two cells per group:
-    each group's slope is its difference over the x step, the pooled slope their mean, and
-    SE = sqrt(sum (D_g - mean D)^2 / 2 / df / Sxx) with Sxx = 6 groups x 2 x (step / 2)^2
-    and df = 12 - 6 - 1 = 5.
+# the trends' cells: the corner (200, 0.2) is the paper's SD-instability cell, left out
+TREND = {(50, 0.1): (4.0, 5.0, 6.0), (200, 0.1): (1.0, 2.0, 3.2),
+         (50, 0.2): (6.0, 7.0, 8.3), (200, 0.2): (5.0, 4.0, 6.0)}  # fmt: skip
 
-    log n: (seed, eps) differences D = 200 minus 50: eps 0.1 (-2, -1, -3), eps 0.2 (-1, -3,
-    -2): mean -2, sum of squares 4; step ln 4: slope -2 / ln 4 = -1.443, SE = sqrt(2 / 5 /
-    (3 ln^2 4)) = 0.263: [-2.12, -0.77] < 0: holds.
-    eps: (seed, n) differences 0.2 minus 0.1: n 50 (2, 2, 2), n 200 (3, 0, 3): mean 2, sum of
-    squares 6; step 0.1: slope 20, SE = sqrt(3 / 5 / 0.03) = 4.47: [8.50, 31.50] > 0: holds."""
-    cells = price_nn_cells(cnn=CNN, cnn_clean={50: (1.0, 1.0, 1.0)})
+
+def _within_slope(d: tuple[float, ...], step: float, points: int) -> tuple[float, float]:
+    """(slope, SE) of an OLS fit with an intercept per group, where len(d) groups have two
+    cells ``step`` apart (difference d) and the rest one cell each: slope = mean d / step;
+    residuals +-(d - mean d) / 2, so SSR = sum (d - mean d)^2 / 2; Sxx = len(d) x 2 x
+    (step / 2)^2; df = points - groups - 1 with groups = 2 len(d) (every group is a seed
+    and a row of the 2 x 2 grid)."""
+    m = sum(d) / len(d)
+    ssr = sum((v - m) ** 2 for v in d) / 2
+    df = points - 2 * len(d) - 1
+    return m / step, math.sqrt(ssr / df / (len(d) * 2 * (step / 2) ** 2))
+
+
+def test_price_nn_cnn_trends_over_the_grid(tmp_path):
+    """Slopes of GD - SD with an intercept per (seed, other variable) over the fitted cells
+    but the corner (200, 0.2): 9 (cell, seed) pairs in 6 groups, df = 2.
+
+    log n: only the eps 0.1 rows have two n: d = 200 minus 50 = (-3, -3, -2.8), step ln 4:
+    slope -2.12, SE 0.048: [-2.32, -1.91] < 0: holds.
+    eps: only the n 50 rows have two eps: d = 0.2 minus 0.1 = (2, 2, 2.3), step 0.1: slope
+    21, SE 1.0: [16.7, 25.3] > 0: holds."""
+    cells = price_nn_cells(cnn=TREND, cnn_clean={50: (1.0, 1.0, 1.0)})
     df = ledger(tmp_path, NN, {PRICE_NN: cells})
     row = one(df, "price_nn", "price_nn.cnn_gap_smaller_n")
-    slope, se = -2 / math.log(4), math.sqrt(2 / 5 / (3 * math.log(4) ** 2))
+    slope, se = _within_slope((-3.0, -3.0, -2.8), math.log(4), 9)
     assert row.verdict == HOLDS
     assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx(
-        (slope, slope - T_975_5 * se, slope + T_975_5 * se)
+        (slope, slope - T_975_2 * se, slope + T_975_2 * se)
     )
-    assert (row.n, row.unit) == (12, "(cell, seed) pairs")
+    assert (row.n, row.unit) == (9, "(cell, seed) pairs")
     assert row.ci_method == "t of the pooled OLS slope, an intercept per group"
     row = one(df, "price_nn", "price_nn.cnn_gap_larger_eps")
-    se = math.sqrt(3 / 5 / 0.03)
+    slope, se = _within_slope((2.0, 2.0, 2.3), 0.1, 9)
+    assert (slope, se) == pytest.approx((21.0, 1.0))
     assert row.verdict == HOLDS
     assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx(
-        (20.0, 20 - T_975_5 * se, 20 + T_975_5 * se)
+        (slope, slope - T_975_2 * se, slope + T_975_2 * se)
     )
-    # leaving one (seed, row) group out refits on the other five: still > 0, not fragile
-    assert row.fragile is False
-    # robust ERM over ERM at n = 50: mean over eps of GD - SD per seed (5, 6, 7) minus the
-    # clean difference at eps 0 (1 each): (4, 5, 6)
+    # the corner cell does not enter either trend
+    corner = {**TREND, (200, 0.2): (-50.0, 50.0, 0.0)}
+    df2 = ledger(tmp_path / "corner", NN, {PRICE_NN: price_nn_cells(cnn=corner)})
+    for cid in ("price_nn.cnn_gap_smaller_n", "price_nn.cnn_gap_larger_eps"):
+        a, b = one(df, "price_nn", cid), one(df2, "price_nn", cid)
+        assert (a.ours_mean, a.ci_lo, a.ci_hi) == pytest.approx((b.ours_mean, b.ci_lo, b.ci_hi))
+    # robust ERM over ERM at n = 50: mean over eps of GD - SD per seed (5, 6, 7.15) minus the
+    # clean difference at eps 0 (1 each): (4, 5, 6.15)
     row = one(df, "price_nn", "price_nn.cnn_robust_over_erm")
     assert row.verdict == HOLDS and row.note == "n = 50"
-    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((4.0, 5.0, 6.0), T_975_2))
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((4.0, 5.0, 6.15), T_975_2))
     # the opposite trends do not hold
-    flipped = {k: tuple(-v for v in vs) for k, vs in CNN.items()}
+    flipped = {k: tuple(-v for v in vs) for k, vs in TREND.items()}
     df = ledger(tmp_path, NN, {PRICE_NN: price_nn_cells(cnn=flipped, cnn_clean={50: (0,) * 3})})
     assert verdicts(df, "price_nn", "price_nn.cnn_gap_smaller_n") == [FAILS]
     assert verdicts(df, "price_nn", "price_nn.cnn_gap_larger_eps") == [FAILS]
@@ -523,7 +552,11 @@ def test_price_nn_not_run_paths(tmp_path):
     # the default config: the study is disabled
     df = ledger(tmp_path, default_config(), {}).reset_index()
     nn = df[df.study == "price_nn"]
-    assert len(nn) == 12 and set(nn.reason) == {"study disabled (enabled: false)"}
+    st = default_config()["studies"]["price_nn"]
+    cnn_cells = len(st["cnn"]["n_train"]) * sum(e > 0 for e in st["cnn"]["eps"])
+    fc_rows = sum(e > 0 for e in st["fc"]["eps"])  # fc_sd_beats_gd per robust eps
+    assert len(nn) == cnn_cells + 4 + fc_rows + 3  # + the CNN's 4 and the FC's 3 other claims
+    assert set(nn.reason) == {"study disabled (enabled: false)"}
     # enabled, no cells.csv: every claim names the file it lacks
     df = ledger(tmp_path / "none", NN, {}).reset_index()
     nn = df[df.study == "price_nn"]
@@ -541,6 +574,32 @@ def test_price_nn_not_run_paths(tmp_path):
     df = ledger(tmp_path / "rows", NN, {PRICE_NN: cells})
     row = one(df, "price_nn", "price_nn.fc_erm_alike")
     assert (row.verdict, row.reason) == (NOT_RUN, "no fc rows at eps 0")
+
+
+def test_price_nn_claims_a_grid_cannot_test_are_not_applicable(tmp_path):
+    """A trend needs two values of its variable; an ERM comparison needs eps = 0 in the grid:
+    without them the claim is 'not applicable' (by construction), not 'not run'."""
+    cfg = copy.deepcopy(NN)
+    cfg["studies"]["price_nn"]["cnn"].update(n_train=[50], eps=[0.1])
+    cfg["studies"]["price_nn"]["fc"].update(eps=[0.1])
+    cells = price_nn_cells(cnn={(50, 0.1): (2.0, 3.0, 4.0)}, fc_robust={0.1: (6.0, 7.0, 8.0)})
+    df = ledger(tmp_path, cfg, {PRICE_NN: cells}).reset_index().set_index("id")
+    nn = df[df.study == "price_nn"]
+    expected = {
+        "price_nn.cnn_gap_smaller_n": "the cnn grid has 1 training-set size(s): a trend in n "
+        "needs 2",
+        "price_nn.cnn_gap_larger_eps": "the cnn grid has 1 radius(es) eps > 0: the claim needs 2",
+        "price_nn.cnn_robust_over_erm": "the cnn grid has no eps = 0: the claim compares with "
+        "plain ERM",
+        "price_nn.fc_erm_alike": "the fc grid has no eps = 0: the claim compares with plain ERM",
+        "price_nn.fc_gap_larger_robust": "the fc grid has no eps = 0: the claim compares with "
+        "plain ERM",
+    }
+    for cid, reason in expected.items():
+        assert (nn.loc[cid, "verdict"], nn.loc[cid, "reason"]) == (NOT_APPLICABLE, reason)
+    # what the grid can test is still judged
+    assert nn.loc["price_nn.cnn_gd_ahead", "verdict"] == HOLDS  # 3 +- 2.48 > 0
+    assert nn.loc["price_nn.fc_sd_beats_gd", "verdict"] == HOLDS  # [4.52, 9.48] >= 3.70
 
 
 def test_malformed_price_nn_cells_fail(tmp_path):

@@ -4,6 +4,7 @@ curves hook of the generic trainer, and the tables and figures from their CSV fr
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,7 @@ import torch
 import yaml
 from config_helpers import assert_rejected, bad_cases, merged
 
-from ibrobust.claims.core import StudyContext
+from ibrobust.claims.core import NotRun, StudyContext
 from ibrobust.config import load_schema, validate_config
 from ibrobust.models.fc import FCConfig, build_fc
 from ibrobust.seeding import torch_generator
@@ -227,18 +228,43 @@ def test_a_cell_is_fitted_only_when_every_run_fit_the_training_set():
     assert "NOT fitted" in md and "not reached in 100 epochs" in md
 
 
-def test_seed_table_pairs_both_algorithms_per_cell_and_seed():
+def test_cells_table_pairs_both_algorithms_per_cell_and_seed():
     rows = [_cnn_row(0, "gd", 0.7, True), _cnn_row(0, "sd", 0.6, True),
             _cnn_row(1, "gd", 0.1, False), _cnn_row(1, "sd", 0.6, True)]  # fmt: skip
+    rows[0] = {**rows[0], "robust_test_acc_best": 0.75, "late_increase": 0.25}
     fc = [{**r, "arch": "fc"} for r in rows[:2]]
-    t = T.seed_table(rows + fc)
+    t = T.cells_table(rows + fc)
     cnn = t[t.arch == "cnn"].set_index("seed")
     assert list(cnn.both_fitted) == [True, False]
-    assert cnn.loc[0, "diff_robust_test_acc_worst"] == pytest.approx(10)  # GD - SD
+    assert cnn.loc[0, "diff_robust_test"] == pytest.approx(10)  # GD - SD
+    assert cnn.loc[0, "diff_clean_test"] == pytest.approx(10)
+    # the claims' columns, copied from the final rows
+    assert (cnn.loc[0, "gd_robust_test"], cnn.loc[0, "gd_clean_test"]) == (0.7, pytest.approx(0.8))
+    assert (cnn.loc[0, "gd_robust_test_end"], cnn.loc[0, "gd_robust_test_best"]) == (0.7, 0.75)
+    assert cnn.loc[0, "gd_late_increase"] == 0.25 and pd.isna(cnn.loc[0, "sd_late_increase"])
+    assert (cnn.loc[1, "gd_robust_train"], cnn.loc[1, "sd_robust_train"]) == (0.1, 1.0)
     assert cnn.loc[1, "gd_fitted"] == False and pd.isna(cnn.loc[1, "gd_epochs_to_threshold"])  # noqa: E712
     (fc_row,) = t[t.arch == "fc"].itertuples()
-    assert fc_row.difference == "sd-gd" and fc_row.diff_robust_test_acc_worst == pytest.approx(-10)
-    assert fc_row.diff_test_acc == pytest.approx(-10)
+    assert fc_row.difference == "sd-gd" and fc_row.diff_robust_test == pytest.approx(-10)
+    assert fc_row.diff_clean_test == pytest.approx(-10)
+
+
+def test_cells_table_has_every_column_the_claims_read():
+    from ibrobust.studies.price_nn.measures import SOURCES
+
+    rows = [_cnn_row(0, "gd", 0.7, True), _cnn_row(0, "sd", 0.6, True)]
+    t = T.cells_table([{**r, "late_increase": 0.0} for r in rows])
+    read = {c.name for c in SOURCES["cells"].numeric} | set(SOURCES["cells"].keys)
+    assert read <= set(t.columns), read - set(t.columns)
+
+
+def test_late_increase_by_hand():
+    # 6 entries: the last half is the last 3, each against the one before: 2 -> 3 rises,
+    # 3 -> 2 and 2 -> 1 fall: 1 / 3 (the first half's rise 4 -> 5 is not counted)
+    assert P.late_increase([4.0, 5.0, 3.0, 2.0, 3.0, 1.0]) == pytest.approx(1 / 3)
+    assert P.late_increase([5.0, 4.0, 3.0, 2.0, 1.0]) == 0.0  # falls only
+    assert P.late_increase([1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0]) == 0.5  # oscillates
+    assert math.isnan(P.late_increase([1.0, 2.0, 3.0]))  # too short to have a late half
 
 
 def test_cnn_claim_counts_only_fitted_cells():
@@ -254,7 +280,7 @@ def test_cnn_claim_counts_only_fitted_cells():
     assert m.values == pytest.approx((2.0, 3.0))
     assert (m.unit, m.points, m.labels) == ("seeds", 200, ("seed 0", "seed 2"))
     assert m.note == "2 of 3 seeds with both algorithms fitted"
-    with pytest.raises(C.NotRun, match="where both algorithms fitted"):
+    with pytest.raises(NotRun, match="where both algorithms fitted"):
         C.cnn_cell(50, 0.1)({"cells": cells.assign(sd_fitted=0.0)}, ctx)
 
 

@@ -16,6 +16,8 @@ import pandas as pd
 import pytest
 from smk_helpers import finished_rules, run_on_fake_images
 
+from ibrobust.studies.price_nn.measures import SOURCES
+
 pytestmark = pytest.mark.workflow
 
 CONFIG = Path(__file__).resolve().parent / "configs" / "tiny_price_nn.yaml"
@@ -70,11 +72,20 @@ def test_runs_are_read_at_their_training_eps(price_nn_run):
         "tiny_cnn_gd_hard@eps=0.2",
         "tiny_cnn_sd_hard@eps=0.2",
     }
-    seeds = pd.read_csv(figs / "seeds.csv")
-    assert len(seeds) == FC_RUNS // 2 + CNN_RUNS // 2  # one row per (cell, seed) pair
-    assert {"gd_fitted", "sd_fitted", "both_fitted", "diff_robust_test_acc_worst",
-            "gd_epochs_to_threshold", "sd_robust_test_acc_best"} <= set(seeds.columns)  # fmt: skip
-    assert set(seeds.difference) == {"sd-gd", "gd-sd"}
+    cells = pd.read_csv(figs / "cells.csv")
+    assert len(cells) == FC_RUNS // 2 + CNN_RUNS // 2  # one row per (cell, seed) pair
+    assert {"both_fitted", "diff_robust_test", "gd_epochs_to_threshold"} <= set(cells.columns)
+    assert set(cells.difference) == {"sd-gd", "gd-sd"}
+    # every column the claims read, in its range (the ledger's check of the source)
+    for col in SOURCES["cells"].numeric:
+        assert col.name in cells, col.name
+        v = cells[col.name].dropna()
+        assert len(v) or col.nan_ok, col.name
+        assert (v >= col.lo).all() and (col.hi is None or (v <= col.hi).all()), col.name
+    fc = cells[(cells.arch == "fc") & (cells.eps > 0)]
+    assert (fc.gd_robust_test_best >= fc.gd_robust_test_end).all()  # the best curve point
+    # the FC runs log their train loss every 2 of 12 steps: a late half to read
+    assert fc.gd_late_increase.between(0, 1).all() and fc.sd_late_increase.between(0, 1).all()
 
 
 def test_each_run_is_attacked_at_its_own_eps_on_its_task(price_nn_run):

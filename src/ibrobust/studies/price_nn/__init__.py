@@ -39,7 +39,7 @@ from typing import Any
 from ibrobust.attacks.policy import attack_applies
 from ibrobust.errors import ConfigError
 from ibrobust.optimizers.adversarial import check_adversarial
-from ibrobust.studies import figure_files, hook, plan
+from ibrobust.studies import figure_files, plan
 from ibrobust.studies.checks import (
     check_attacks,
     check_dataset,
@@ -53,7 +53,7 @@ from ibrobust.studies.expansion import sweep_dataset, variant_name
 
 HALVES = ("fc", "cnn")
 FIGURES = ["accuracy_curves", "cnn_heatmap"]
-TABLES = ("fc_table", "summary", "seeds")
+TABLES = ("fc_table", "summary", "cells")
 
 
 def supervision(half: dict) -> str:

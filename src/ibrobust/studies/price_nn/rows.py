@@ -52,6 +52,18 @@ def best_curve_point(history: pd.DataFrame) -> tuple[float, int]:
     return float(curve["robust_test_acc"].iloc[i]), int(curve["epoch"].iloc[i])
 
 
+def late_increase(losses: Sequence[float]) -> float:
+    """The share of the logged train-loss steps in the last half of the log (the later
+    ``len // 2`` entries, each against the one before it) on which the loss rose: 0 for a
+    loss that only falls, near 1/2 for one that oscillates (SD's instability near
+    convergence, paper App. E). NaN with fewer than 4 entries."""
+    x = np.asarray(losses, dtype=float)
+    if len(x) < 4:
+        return float("nan")
+    tail = x[len(x) - len(x) // 2 - 1 :]  # the last half and the entry before it
+    return float(np.mean(np.diff(tail) > 0))
+
+
 def history_rows(runs: Sequence[Mapping], histories: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Long table of the curves: one row per (run, curve point) with the run's labels."""
     frames = []
@@ -84,6 +96,7 @@ def final_row(run: Mapping, history: pd.DataFrame, metrics: Mapping, attack: Map
         "epochs_to_threshold": epochs if reached else None,
         "fitted": is_fitted(str(run["arch"]), reached, robust_train),
         "final_loss": float(history["loss"].iloc[-1]),
+        "late_increase": late_increase(history["loss"].dropna().to_numpy()),
         "train_acc": float(curve["train_acc"]),
         "test_acc": float(attack["clean_acc"]),
         "robust_train_acc_train_pgd": robust_train,

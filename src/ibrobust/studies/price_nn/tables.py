@@ -1,6 +1,6 @@
 """Study PRICE-NN's tables: the paired GD - SD differences of the final rows of
-:mod:`ibrobust.studies.price_nn.rows`, per cell (``summary.csv``) and per seed
-(``seeds.csv``), and the summary beside the paper's numbers.
+:mod:`ibrobust.studies.price_nn.rows`, per cell (``summary.csv``), both algorithms side by side per cell and seed (``cells.csv``,
+what the claims read), and the summary beside the paper's numbers.
 
 A cell is (arch, eps, n); a pair is a cell and a seed (GD and SD on the same data subset
 and initialisation). The paper compares the algorithms only where both fit the training set
@@ -20,21 +20,23 @@ from ibrobust.studies.price_nn.rows import FIT_RULE, PAPER_FC_SD_MINUS_GD
 
 ALGORITHMS = ("gd", "sd")
 DIRECTION = {"fc": ("sd", "gd"), "cnn": ("gd", "sd")}  # arch -> (a, b) of the difference a - b
-# per algorithm, the final-row columns of seeds.csv (<algorithm>_<column>)
-SEED_COLUMNS = (
-    "robust_test_acc_worst",  # strong attacks, per-point worst case, at the training eps
-    "robust_test_acc_train_pgd",  # training PGD, last curve point (eval_points test images)
-    "robust_test_acc_best",  # training PGD, the best curve point ...
-    "best_epoch",  # ... and its epoch (robust overfitting: best vs end)
-    "test_acc",  # clean (eps 0 rows: the ERM clean test accuracy)
-    "robust_train_acc_train_pgd",  # training PGD on every training image, at the end
-    "robust_train_err",
-    "fitted",
-    "reached_stop_loss",
-    "epochs",
-    "epochs_to_threshold",  # NaN: the loss threshold was not reached within max_steps
-    "final_loss",
-)
+# cells.csv's per-algorithm columns (<algorithm>_<name>) -> the final-row column they copy;
+# the first seven are the ones the claims read (ibrobust.studies.price_nn.claims.SOURCES)
+CELL_COLUMNS = {
+    "robust_test": "robust_test_acc_worst",  # strong attacks, per-point worst case, train eps
+    "clean_test": "test_acc",  # clean (top-1 for the 10-class CNN)
+    "robust_train": "robust_train_acc_train_pgd",  # training PGD, every training image, end
+    "robust_test_end": "robust_test_acc_train_pgd",  # training PGD, the curve's last point ...
+    "robust_test_best": "robust_test_acc_best",  # ... and its best point (robust overfitting)
+    "late_increase": "late_increase",  # share of rises of the train loss, last half of the log
+    "fitted": "fitted",
+    "epochs": "epochs",
+    "best_epoch": "best_epoch",
+    "robust_train_err": "robust_train_err",
+    "reached_stop_loss": "reached_stop_loss",
+    "epochs_to_threshold": "epochs_to_threshold",  # NaN: the threshold was not reached
+    "final_loss": "final_loss",
+}
 
 
 def _by_cell(rows: Sequence[Mapping]) -> dict[tuple, dict[int, dict[str, Mapping]]]:
@@ -84,24 +86,27 @@ def paired_differences(
     return out
 
 
-def seed_table(rows: Sequence[Mapping]) -> pd.DataFrame:
-    """One row per (arch, eps, n, seed): both algorithms' :data:`SEED_COLUMNS`
-    (``gd_<column>``, ``sd_<column>``), ``both_fitted``, and the difference in the arch's
-    direction (FC: SD - GD; CNN: GD - SD; points) of the worst-case robust and the clean test
-    accuracy."""
+def cells_table(rows: Sequence[Mapping]) -> pd.DataFrame:
+    """``cells.csv``: one row per (arch, n, eps, seed) with both algorithms'
+    :data:`CELL_COLUMNS` side by side (``gd_<name>``, ``sd_<name>``; empty for a missing
+    run), ``both_fitted``, and the difference in the arch's direction (FC: SD - GD; CNN:
+    GD - SD; points) of the robust and the clean test accuracy."""
     out = []
     for (arch, eps, n), by_seed in sorted(_by_cell(rows).items()):
         a, b = DIRECTION.get(arch, ("gd", "sd"))
         for seed, v in sorted(by_seed.items()):
-            row: dict = {"arch": arch, "eps": eps, "n": n, "seed": seed}
+            row: dict = {"arch": arch, "n": n, "eps": eps, "seed": seed}
             for alg in ALGORITHMS:
-                for col in SEED_COLUMNS:
-                    row[f"{alg}_{col}"] = v[alg].get(col) if alg in v else None
+                for name, col in CELL_COLUMNS.items():
+                    row[f"{alg}_{name}"] = v[alg].get(col) if alg in v else None
             both = a in v and b in v
             row["both_fitted"] = both and bool(v[a]["fitted"]) and bool(v[b]["fitted"])
             row["difference"] = f"{a}-{b}"
-            for m in ("robust_test_acc_worst", "test_acc"):
-                row[f"diff_{m}"] = 100 * (float(v[a][m]) - float(v[b][m])) if both else float("nan")
+            for name in ("robust_test", "clean_test"):
+                col = CELL_COLUMNS[name]
+                row[f"diff_{name}"] = (
+                    100 * (float(v[a][col]) - float(v[b][col])) if both else float("nan")
+                )
             out.append(row)
     return pd.DataFrame(out)
 
@@ -227,6 +232,6 @@ def study_tables(final: pd.DataFrame) -> dict[str, pd.DataFrame | str]:
         "fc_table": table,
         "differences": pd.DataFrame(fc_diffs + cnn_diffs),
         "cnn_differences": pd.DataFrame([d for d in cnn_diffs if d["metric"] == DIFF_METRICS[1]]),
-        "seeds": seed_table(rows),
+        "cells": cells_table(rows),
         "summary_md": md,
     }
