@@ -70,7 +70,8 @@ def _grid(ctx: StudyContext, half: str) -> tuple[list[int], list[float]]:
     return [int(n) for n in part.get("n_train", [])], [float(e) for e in part.get("eps", [])]
 
 
-def claims(ctx: StudyContext) -> list[Claim]:
+def _cnn_cells(ctx: StudyContext) -> list[Claim]:
+    """price_nn.cnn_gd_ahead, one row per robust-ERM cell of the CNN grid."""
     out: list[Claim] = []
     ns, epss = _grid(ctx, "cnn")
     for n in ns:
@@ -94,7 +95,12 @@ def claims(ctx: StudyContext) -> list[Claim]:
                     applies=needs_half("cnn"),
                 )
             )
-    out += [
+    return out
+
+
+def _cnn_trends() -> list[Claim]:
+    """The CNN's trends over the grid (in log n and in eps)."""
+    return [
         Claim(
             id="price_nn.cnn_gap_smaller_n",
             setting="CNN, fitted robust-ERM cells",
@@ -132,6 +138,12 @@ def claims(ctx: StudyContext) -> list[Claim]:
             applies=needs_half("cnn"),
             not_applicable=grid_lacks("cnn", robust_eps=2),
         ),
+    ]
+
+
+def _cnn_erm_and_corner() -> list[Claim]:
+    """The CNN: robust ERM against ERM at the smallest n; SD's instability in the corner."""
+    return [
         Claim(
             id="price_nn.cnn_robust_over_erm",
             setting="CNN, the smallest n: robust-ERM cells vs eps = 0",
@@ -177,6 +189,11 @@ def claims(ctx: StudyContext) -> list[Claim]:
             applies=needs_half("cnn"),
         ),
     ]
+
+
+def _fc_robust(ctx: StudyContext) -> list[Claim]:
+    """price_nn.fc_sd_beats_gd, one row per robust-ERM radius of the FC grid."""
+    out: list[Claim] = []
     _, fc_eps = _grid(ctx, "fc")
     strong = round(PAPER_FC_GAP * (1 - TOL), 2)
     for eps in (e for e in fc_eps if e > 0):
@@ -202,7 +219,12 @@ def claims(ctx: StudyContext) -> list[Claim]:
                 applies=needs_half("fc"),
             )
         )
-    out += [
+    return out
+
+
+def _fc_erm() -> list[Claim]:
+    """The FC net under ERM, and the gap under robust ERM against ERM."""
+    return [
         Claim(
             id="price_nn.fc_erm_alike",
             setting="FC net, MNIST 2 vs 7, ERM (eps 0)",
@@ -244,6 +266,12 @@ def claims(ctx: StudyContext) -> list[Claim]:
             applies=needs_half("fc"),
             not_applicable=grid_lacks("fc", erm=True),
         ),
+    ]
+
+
+def _fc_overfits() -> list[Claim]:
+    """The FC net's robust overfitting under GD against SD."""
+    return [
         Claim(
             id="price_nn.fc_gd_overfits",
             setting="FC net, MNIST 2 vs 7, robust ERM, evaluation curves",
@@ -267,4 +295,8 @@ def claims(ctx: StudyContext) -> list[Claim]:
             applies=needs_half("fc"),
         ),
     ]
-    return out
+
+
+def claims(ctx: StudyContext) -> list[Claim]:
+    return [*_cnn_cells(ctx), *_cnn_trends(), *_cnn_erm_and_corner(), *_fc_robust(ctx),
+            *_fc_erm(), *_fc_overfits()]  # fmt: skip

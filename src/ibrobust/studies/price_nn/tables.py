@@ -160,16 +160,7 @@ def summary_markdown(
             f"{_fmt(strong)} | {_fmt(by.get((eps, n, 'test_acc')))} | "
             f"{strong['per_seed_fitted'] if strong else 'n/a'} |"
         )
-    if fc_final:
-        lines += ["", "FC runs (robust train accuracy under the training PGD at the end):", ""]
-        for r in sorted(fc_final, key=lambda r: (r["eps"], r["algorithm"], r["seed"])):
-            lines.append(
-                f"- {r['algorithm']} eps {r['eps']:g} seed {r['seed']}: "
-                f"{100 * r['robust_train_acc_train_pgd']:.1f} % "
-                f"({'fitted' if r['fitted'] else 'NOT fitted'}; {r['epochs']} epochs); robust "
-                f"test acc. (training PGD) best {100 * r['robust_test_acc_best']:.1f} % at epoch "
-                f"{r['best_epoch']}, end {100 * r['robust_test_acc_train_pgd']:.1f} %"
-            )
+    lines += _fc_run_lines(fc_final)
     lines += [
         "",
         "## CNN, 10 classes (robust test accuracy, GD - SD, points; strong attacks, worst case)",
@@ -195,6 +186,22 @@ def summary_markdown(
         for r in sorted(cnn_final, key=lambda r: (r["eps"], r["n"], r["algorithm"], r["seed"])):
             lines.append(_run_line(r))
     return "\n".join(lines) + "\n"
+
+
+def _fc_run_lines(fc_final: Sequence[Mapping]) -> list[str]:
+    """The FC runs' robust train accuracy at the end and their curves' best and end."""
+    if not fc_final:
+        return []
+    lines = ["", "FC runs (robust train accuracy under the training PGD at the end):", ""]
+    for r in sorted(fc_final, key=lambda r: (r["eps"], r["algorithm"], r["seed"])):
+        lines.append(
+            f"- {r['algorithm']} eps {r['eps']:g} seed {r['seed']}: "
+            f"{100 * r['robust_train_acc_train_pgd']:.1f} % "
+            f"({'fitted' if r['fitted'] else 'NOT fitted'}; {r['epochs']} epochs); robust "
+            f"test acc. (training PGD) best {100 * r['robust_test_acc_best']:.1f} % at epoch "
+            f"{r['best_epoch']}, end {100 * r['robust_test_acc_train_pgd']:.1f} %"
+        )
+    return lines
 
 
 def _unfit(runs: Sequence[Mapping], cell: Mapping) -> str:
