@@ -54,7 +54,6 @@ with Job(snakemake) as job:
     with atomic_path(out.summary_md) as tmp:
         tmp.write_text(tables["summary_md"])
     save_csv(out.runs, final)
-    for f in (out.fc_csv, out.fc_md, out.summary_csv, out.summary_md, out.cells_csv,
-              out.cells_md, out.runs):
-        job.artifact(f, "tables")
+    for key in ("fc_csv", "fc_md", "summary_csv", "summary_md", "cells_csv", "cells_md", "runs"):
+        job.artifact(getattr(out, key), "tables")
     job.log.info("summary:\n%s", tables["summary_md"])
