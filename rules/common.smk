@@ -316,6 +316,9 @@ def attack_radii(wildcards):
     part = attack_part(wildcards)
     if part.get("grid") == wildcards.grid:
         return [float(r) for r in part["radii"][wildcards.dataset]]
+    own = (part.get("run_radii") or {}).get(wildcards.optimizer)  # a part read per run (PRICE-NN)
+    if own is not None and wildcards.grid == "main":
+        return [float(r) for r in own]
     grids = radius_grids(study_radii(wildcards.study, wildcards.dataset))
     if wildcards.grid not in grids:
         raise ValueError(f"runs on {wildcards.dataset} have attack grids {list(grids)}, "
