@@ -27,6 +27,7 @@ from ibrobust.attacks.tasks import correct_in_batches
 from ibrobust.data.dataset import Dataset
 from ibrobust.models.readout import READOUTS, with_readout
 from ibrobust.models.registry import load_model
+from ibrobust.progress import Progress, Report
 
 
 def attack_points(data: Dataset, points: int | None, task: str, where: str = "data"):
@@ -53,13 +54,16 @@ def evaluate_robustness(
     gen: torch.Generator,
     on_attack: Callable[[str], None] | None = None,
     where: str = "data",
+    on_progress: Report | None = None,
 ) -> dict[str, tuple[pd.DataFrame, dict[str, Any]]]:
     """readout -> (robust-accuracy table, summary) of the saved model ``state`` on ``data``'s
     test set, read through each of ``readouts`` (:func:`ibrobust.attacks.suite.
     evaluate_attacks_readouts`: an attack aiming at the fine labels runs once and is judged
     under every readout). The attacks run under the readouts in the order of
     :data:`~ibrobust.models.readout.READOUTS` whatever the order given, so the numbers
-    depend on the set of readouts only."""
+    depend on the set of readouts only. ``on_progress(done, total, what)``: the attacks'
+    progress (:class:`ibrobust.progress.Progress`: at most one report per 20 s, one unit per
+    attack run and radius, ticks between batches)."""
     unknown = sorted(set(readouts) - set(READOUTS))
     if unknown or not readouts:
         raise ValueError(f"readouts must be a non-empty subset of {READOUTS}, got {readouts}")
@@ -70,8 +74,9 @@ def evaluate_robustness(
     test = attack_points(data, points, task, where)
     ctx = AttackContext(data.means, data.sign, task=task, box=data.box)
     tables, _ = evaluate_attacks_readouts(
-        net, order, test.x, test.y, test.fine, list(radii), dict(attacks), ctx, gen, on_attack
-    )
+        net, order, test.x, test.y, test.fine, list(radii), dict(attacks), ctx, gen, on_attack,
+        Progress(on_progress),
+    )  # fmt: skip
     shared = [name for name, spec in attacks.items() if shared_across_readouts(spec)]
     settings = {name: describe_attack(spec) for name, spec in attacks.items()}
     out = {}
