@@ -7,13 +7,7 @@ import pandas as pd
 from _figures import save_outputs
 from _job import Job, eps_steps
 
-from ibrobust.analysis.margin_gradient import (
-    MarginGradientConfig,
-    robust_accuracy,
-    run_points,
-    run_units,
-    summarize,
-)
+from ibrobust.analysis import margin_gradient as mg
 from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.io import load_npz, load_torch, save_csv
 from ibrobust.models.registry import load_model
@@ -22,12 +16,11 @@ from ibrobust.studies.feature_averaging.margin_gradient_figure import margin_gra
 
 p = snakemake.params
 with Job(snakemake) as job:
-    cfg = MarginGradientConfig(**p.settings)
+    cfg = mg.MarginGradientConfig(**p.settings)
     radii = cfg.radii(p.radius_max)
     steps = eps_steps(radii)
-    units = [
-        run_units(r["supervision"], p.readouts, p.attacks[r["supervision"]], radii) for r in p.runs
-    ]
+    units = [mg.run_units(r["supervision"], p.readouts, p.attacks[r["supervision"]], radii)
+             for r in p.runs]  # fmt: skip
     progress = Progress(job.progress_report, total=sum(units))
     for eps, step in steps.items():  # the x-axis of the robust_acc.* metrics below
         job.metrics({"robust_acc.eps": eps}, step=step)
@@ -41,16 +34,16 @@ with Job(snakemake) as job:
         net = load_model(state)
         label = p.model_labels[run["model"]] or run["supervision"]
         specs = p.attacks[run["supervision"]]
-        pts = run_points(net, data, run["supervision"], p.readouts, specs, radii, cfg.points,
-                         run["seed"], progress, f"{label} seed{run['seed']}")  # fmt: skip
+        pts = mg.run_points(net, data, run["supervision"], p.readouts, specs, radii, cfg.points,
+                            run["seed"], progress, f"{label} seed{run['seed']}")  # fmt: skip
         pts.insert(0, "label", label)
         for k in ("dataset", "model", "optimizer", "supervision", "seed"):
             pts.insert(1, k, run[k])
         frames.append(pts)
         for ro, g in pts.groupby("readout", sort=False):
-            rows.append({**run, "label": label, "readout": ro, **summarize(g)})
+            rows.append({**run, "label": label, "readout": ro, **mg.summarize(g)})
             key = f"robust_acc.{label}.seed{run['seed']}.{ro}"  # worst case over the attacks
-            for eps, acc in robust_accuracy(g["breaking_radius"], radii).items():
+            for eps, acc in mg.robust_accuracy(g["breaking_radius"], radii).items():
                 job.metrics({key: acc}, step=steps[eps])
         job.log.info("%s seed %s done", label, run["seed"])
     points = pd.concat(frames, ignore_index=True)

@@ -162,8 +162,7 @@ def pgd_readouts(
         idx_r = torch.arange(r_, device=x.device).repeat_interleave(n)
         idx_n = torch.arange(n, device=x.device).repeat(r_)
         for lo in range(0, r_ * n, cfg.batch_size):
-            sl = slice(lo, lo + cfg.batch_size)
-            ir, ie = idx_r[sl], idx_n[sl]
+            ir, ie = idx_r[lo : lo + cfg.batch_size], idx_n[lo : lo + cfg.batch_size]
             e = eps_t[ir, None]
             lv = None if live is None else live[:, ie]
             out[:, ir, ie] = _pgd_chunk_judged(
