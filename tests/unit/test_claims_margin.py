@@ -122,15 +122,27 @@ def test_margin_one_run_study_judges_only_what_one_run_can(tmp_path):
         "margin.kkt_residual_falls": one_run,
         "margin.constant_lr_stalls": NO_FLOW,
     }
-    # judged on one run: the robust-accuracy area bootstraps its points; per point
-    # [min(R_last, 4) - min(R_first, 4)] / 4 is 0.25 on the 2 points that moved from 1 to 2
+    # judged on one run: the slope of the robust-accuracy area (the mean over points of
+    # min(R, 4) / 4) over its two checkpoints, STEP = log10(2.5) apart in log10(-log10 L):
+    # 0.35 at the first (4 of 10 points at distance 2: (4 x 0.5 + 6 x 0.25) / 10), 0.40 at
+    # the last (6 of 10): slope 0.05 / STEP = 0.126. The bootstrap resamples the same points
+    # at both checkpoints, so each resample's slope is the mean of its per-point differences
+    # (0.25 on the 2 points that moved from 1 to 2, else 0) over STEP: the percentiles of
+    # (0.25 / 10) Binomial(10, 0.2) / STEP. P(0) = 0.8^10 = 0.107 > 2.5 %: the lower end is 0;
+    # P(<= 4) = 0.967, P(<= 5) = 0.994: the upper end 5 x 0.025 / STEP = 0.314. An end on 0
+    # is not "> 0" (strict): inconclusive, and 10 points do not decide
     row = one(df, "margin", "margin.robust_rises_train")
     per_point = [0.0] * 4 + [0.25] * 2 + [0.0] * 4
     want = iv.bootstrap_mean(per_point)
-    assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx((0.05, want.lo, want.hi))
+    assert (want.lo, want.hi) == (0.0, pytest.approx(0.125))
+    assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx((0.05 / STEP, 0.0, 0.125 / STEP))
     assert (row.n, row.unit, row.ci_method) == (10, "points", "bootstrap over points")
-    assert row.verdict == HOLDS and row.fragile == ""  # points are not units left out
-    assert row.note == "one run: bootstrap over its points (the training noise is not in it)"
+    assert row.verdict == INCONCLUSIVE and row.fragile == ""  # points are not units left out
+    assert row.reason == (
+        "interval [0, 0.314] straddles the weak threshold 0; about 11 points would decide "
+        "(now 10, from the measured spread)"
+    )
+    assert row.note == "one run: slope over its checkpoints, bootstrap over its points"
     # the certificate: 40 of 40 pairs hold, Wilson's lower end 40 / (40 + z^2) = 0.912
     row = one(df, "margin", "margin.certificate")
     assert row.verdict == INCONCLUSIVE and row.ci_lo == pytest.approx(40 / (40 + 1.959964**2))
@@ -181,29 +193,57 @@ def test_margin_loss_of_a_run_with_a_non_finite_value_counts_as_zero(tmp_path):
     assert row.fragile_reason == "without margin_mnist_small/margin_cnn_small/seed2: holds"
 
 
+TABLE_LOSSES = (-10.0, -120.0)  # two of the table's loss thresholds (models 1 and 4)
+TABLE_STEP = math.log10(12.0)  # log10(-log10 L) from 10^-10 to 10^-120
+
+
+def table_run(i: int, slope: float) -> tuple[str, tuple]:
+    """A run with checkpoints at log10 L = -10 and -120 (models 1 and 4 of the table) whose
+    normalized margin grows as (-log10 L)^slope between them, and a last checkpoint at
+    log10 L = -400 (outside every table threshold's decade) with a margin of 1, far off
+    that trend."""
+    nm = [-1.0, 1e-5, 1e-4, 1e-4 * 12.0**slope, 1.0]
+    hist, cks = history_table(range(5), [0.0, -5.0, *TABLE_LOSSES, -400.0], nm,
+                              [-1.0, 1e-5, 1e-4, 2e-4, 3e-4],
+                              checkpoints=(("model-1", 2), ("model-4", 3), ("final", 4)))  # fmt: skip
+    return run(i, history=(hist, cks))
+
+
 @pytest.mark.parametrize(
     "slopes, verdict",
     [
-        ((0.6, 0.66, 0.72), HOLDS),  # 0.66 +- 0.149 = [0.511, 0.809] in the table's [0.47, 0.85]
-        ((1.1, 1.2, 1.3), WEAKER),  # [0.952, 1.448]: growing, faster than the table
+        ((0.75, 0.81, 0.87), HOLDS),  # 0.81 +- 0.149 = [0.661, 0.959] in the table's [0.48, 1.14]
+        ((1.3, 1.4, 1.5), WEAKER),  # [1.152, 1.648]: growing, faster than the table
         ((-0.2, 0.3, 0.5), INCONCLUSIVE),  # 0.2 +- 0.895 straddles 0
+        ((0.0, 0.0, 0.0), FAILS),  # a flat margin: [0, 0] is not > 0 (strict)
         ((-0.5, -0.6, -0.4), FAILS),
     ],
 )
 def test_margin_normalized_grows_on_the_pooled_slope(tmp_path, slopes, verdict):
-    """Each run's normalized margin grows 2.5^s-fold between its two checkpoints (log10 L
-    = -160 and -400: log10(-log10 L) 0.398 apart), a log-log slope s. With two checkpoints
-    per run and an intercept per run, the pooled slope is the mean of the s and its
-    interval (6 pairs, 6 - 3 - 1 = 2 df) is the t interval of the three slopes: SSR = 2 a^2
-    sum (s - mean)^2 over Sxx = 6 a^2 (a = half the step), SE = sd(s) / sqrt(3)."""
-    runs = [run(i, log10_loss_end=-400.0, margin_growth=2.5**s) for i, s in enumerate(slopes)]
+    """Judged on the checkpoints within a decade of the table's loss thresholds (10^-10,
+    -15, -20, -120): each run's at -10 and -120, whose normalized margin grows 12^s-fold
+    (log10(-log10 L) log10 12 apart: a log-log slope s); its checkpoint at -400 (margin 1)
+    is outside the window and left out, else it would dominate the fit. With two
+    checkpoints per run and an intercept per run, the pooled slope is the mean of the s and
+    its interval (6 pairs, 6 - 3 - 1 = 2 df) is the t interval of the three slopes: SSR =
+    2 a^2 sum (s - mean)^2 over Sxx = 6 a^2 (a = half the step), SE = sd(s) / sqrt(3)."""
+    runs = [table_run(i, s) for i, s in enumerate(slopes)]
     row = one(ledger(tmp_path, small(), files_of(SMALL, runs)), SMALL, "margin.normalized_grows")
     assert row.verdict == verdict
     assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx(
-        (np.mean(slopes), *t_ends(slopes, T_975_2))
+        (np.mean(slopes), *t_ends(slopes, T_975_2)), abs=1e-9
     )
-    assert (row.n, row.unit) == (6, "(checkpoint, run) pairs")
+    assert (row.n, row.unit) == (6, "(checkpoint, run) pairs")  # 3 runs x 2, not x 3
     assert row.ci_method == "t of the pooled OLS slope, an intercept per group"
+    assert (row.strong_lo, row.strong_hi, row.weak_lo, row.weak_hi) == (0.48, 1.14, 0.0, math.inf)
+
+
+def test_margin_normalized_grows_needs_checkpoints_at_the_tables_losses(tmp_path):
+    """The fixture's default runs have checkpoints at log10 L = -160 and -400 only: none
+    within a decade of the table's thresholds, so no run has a slope in the window."""
+    runs = [run(i, log10_loss_end=-400.0, margin_growth=3.0) for i in range(3)]
+    row = one(ledger(tmp_path, small(), files_of(SMALL, runs)), SMALL, "margin.normalized_grows")
+    assert (row.verdict, row.reason) == (NOT_RUN, "no run with two or more distinct x values")
 
 
 def test_margin_kkt_residual_falls(tmp_path):
@@ -299,9 +339,11 @@ def test_margin_flow_claims_on_constant_step_runs(tmp_path):
     row = one(df, SMALL, "margin.constant_lr_stalls")
     assert row.verdict == HOLDS
     assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((-148, -157.5, -138.5), T_975_2))
-    # the loss-based claims read the loss-based runs only: 3 runs, not 6
+    # the loss-based claims read the loss-based runs only: 3 runs, not 6 (the robust area's
+    # slope: their 3 x 2 (checkpoint, run) pairs, not 6 x 2)
     assert one(df, SMALL, "margin.loss_below_float64").n == 3
-    assert one(df, SMALL, "margin.robust_rises_train").n == 3
+    row = one(df, SMALL, "margin.robust_rises_train")
+    assert (row.n, row.unit) == (6, "(checkpoint, run) pairs")
     # one decrease in 20 epochs on each constant run: 0.05, under the weak 0.1
     df = ledger(tmp_path, small(lr=1e-3), files_of(SMALL, flow_runs(frac_dip=True), stalls))
     row = one(df, SMALL, "margin.smoothed_monotone")
@@ -343,37 +385,71 @@ def test_margin_epochs_to_threshold_at_paper_scale(tmp_path, scale, verdict):
         names = [(f"model-{i + 1}", e) for i, e in enumerate(epochs[2:6])] + [("final", epochs[6])]
         hist = history_table(epochs, [0, -5, -10, -15, -20, -120, -130], sm, sm, names)
         runs.append(run(s, history=hist))
-        ratios.append(np.mean([round(p * r) / p for p in paper]))
+        # the geometric mean over the four thresholds of our epochs / the table's
+        ratios.append(math.prod(round(p * r) / p for p in paper) ** (1 / 4))
     cfg = small()
     cfg["datasets"]["margin_mnist_small"]["n_train"] = 60000
     cfg["studies"][SMALL]["training"]["batch_size"] = 100
     row = one(ledger(tmp_path, cfg, files_of(SMALL, runs)), SMALL, "margin.epochs_to_threshold")
     assert row.verdict == verdict
     assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(ratios, T_975_2))
+    assert (row.n, row.unit) == (3, "runs")
     # margin_small as configured (20 images, full batch): not applicable
     row = one(ledger(tmp_path, small(), files_of(SMALL, runs)), SMALL, "margin.epochs_to_threshold")
     assert row.verdict == NOT_APPLICABLE and "this study's 20 images, batch None" in row.reason
 
 
+def test_margin_epochs_to_threshold_is_a_geometric_mean(tmp_path):
+    """A run twice as slow to 10^-10 (75 epochs against the table's 38), about as fast to
+    10^-15 (76 / 75) and faster to 10^-20 and 10^-120 (77 / 107 = 0.720, 654 / 935 = 0.699):
+    the four ratios' product is (75 / 38)(76 / 75)(77 / 107)(654 / 935) = 2 x 50358 / 100045
+    = 1.0067, their geometric mean 1.0067^(1/4) = 1.0017: inside [0.9, 1.1], holds. Their
+    arithmetic mean, (1.974 + 1.013 + 0.720 + 0.699) / 4 = 1.1015, is past 1.1 (a ratio of
+    2 and one of 1/2 would average 1.25 in it). Three identical runs: [1.0017, 1.0017]."""
+    epochs = [0, 1, 75, 76, 77, 654, 700]
+    sm = [-1.0, -0.5, 1e-4, 2e-4, 3e-4, 4e-4, 5e-4]
+    names = [("model-1", 75), ("model-2", 76), ("model-3", 77), ("model-4", 654), ("final", 700)]
+    hist = history_table(epochs, [0, -5, -10, -15, -20, -120, -130], sm, sm, names)
+    cfg = small()
+    cfg["datasets"]["margin_mnist_small"]["n_train"] = 60000
+    cfg["studies"][SMALL]["training"]["batch_size"] = 100
+    files = files_of(SMALL, [run(s, history=hist) for s in range(3)])
+    row = one(ledger(tmp_path, cfg, files), SMALL, "margin.epochs_to_threshold")
+    geometric = (2 * 77 * 654 / (107 * 935)) ** (1 / 4)
+    assert geometric == pytest.approx(1.0017, abs=1e-4)
+    assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx((geometric,) * 3)
+    assert row.verdict == HOLDS
+    assert np.mean([75 / 38, 76 / 75, 77 / 107, 654 / 935]) > 1.1  # the arithmetic mean
+
+
 @pytest.mark.parametrize(
     "moves, verdict",
     [
-        (((4, 6), (4, 7), (4, 6)), HOLDS),  # (0.05, 0.075, 0.05): [0.0225, 0.0942] > 0
-        (((4, 6), (4, 3), (4, 5)), INCONCLUSIVE),  # (0.05, -0.025, 0.025) straddles 0
+        # slopes (0.05, 0.075, 0.05) / STEP = (0.126, 0.188, 0.126): [0.056, 0.237] > 0
+        (((4, 6), (4, 7), (4, 6)), HOLDS),
+        (((4, 6), (4, 3), (4, 5)), INCONCLUSIVE),  # (0.05, -0.025, 0.025) / STEP straddles 0
+        (((4, 4), (4, 4), (4, 4)), FAILS),  # no point moved: [0, 0] is not > 0 (strict)
         (((6, 4), (7, 4), (6, 4)), FAILS),
     ],
 )
 def test_margin_robust_area_over_runs(tmp_path, moves, verdict):
-    """Per run the mean over its 10 points of [min(R_last, 4) - min(R_first, 4)] / 4: 0.25
-    for each point that moved from distance 1 to 2 (-0.25 back), t interval over runs."""
+    """Per run and checkpoint the area under its robust-accuracy curve over [0, 4], the
+    mean over its 10 points of min(R, 4) / 4 (0.25 + 0.025 x the points at distance 2), and
+    its slope on log10(-log10 L) over the two checkpoints, STEP = log10(2.5) apart: 0.025
+    (b - a) / STEP for a run whose points at distance 2 go from a to b. Pooled over the
+    runs with an intercept each (two checkpoints per run: 6 - 3 - 1 = 2 df), the slope is
+    the mean of the runs' and its interval the t interval of the three (SE = sd / sqrt 3)."""
     runs = [run(s, a, b) for s, (a, b) in enumerate(moves)]
     df = ledger(tmp_path, small(), files_of(SMALL, runs))
-    values = [0.025 * (b - a) for a, b in moves]
+    values = [0.025 * (b - a) / STEP for a, b in moves]
     for split in ("train", "test"):
         row = one(df, SMALL, f"margin.robust_rises_{split}")
         assert row.verdict == verdict
-        assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(values, T_975_2))
-        assert (row.points, row.ci_method, row.unit) == (10, "t over runs", "runs")
+        assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx(
+            (np.mean(values), *t_ends(values, T_975_2)), abs=1e-9
+        )
+        assert (row.n, row.unit, row.points) == (6, "(checkpoint, run) pairs", 10)
+        assert row.ci_method == "t of the pooled OLS slope, an intercept per group"
 
 
 @pytest.mark.parametrize(
@@ -415,11 +491,50 @@ def test_margin_robust_area_counts_the_points_of_each_split():
     summary, pts = files[MARGIN], files[MARGIN_POINTS]
     ctx = StudyContext("margin", default_config()["studies"]["margin"])
     m = robust_area("train")({"summary": summary, "points": pts}, ctx)
-    assert m.values == (pytest.approx(0.05),) and m.points == 10 and m.ci().unit == "points"
+    # areas 0.35 -> 0.40 over STEP: slope 0.05 / STEP
+    assert m.values == (pytest.approx(0.05 / STEP),) and m.points == 10
+    assert m.ci().unit == "points"
     fewer = pts[(pts["split"] == "test") | (pts["index"] < 4)]
     m = robust_area("train")({"summary": summary, "points": fewer}, ctx)
     assert m.points == 4 and m.ci().n == 4 and m.values == (0.0,)  # the 4 kept did not move
     assert robust_area("test")({"summary": summary, "points": fewer}, ctx).points == 10
+
+
+def test_margin_one_run_whose_points_did_not_move_does_not_hold(tmp_path):
+    """One run whose 4 points at distance 2 stay at 2 (the others at 1): the area is 0.35 at
+    both checkpoints, a slope of exactly 0 and a bootstrap interval [0, 0] (every resample
+    is flat too): a tie, not "> 0" (strict): does not hold. (np.polyfit gave a slope of
+    1e-16 on the flat line, which held.)"""
+    files = files_of("margin", [run(0, 4, 4, dataset="margin_mnist")])
+    df = ledger(tmp_path, default_config(margin=True), files)
+    for split in ("train", "test"):
+        row = one(df, "margin", f"margin.robust_rises_{split}")
+        assert (row.ours_mean, row.ci_lo, row.ci_hi) == (0.0, 0.0, 0.0)
+        assert row.verdict == FAILS
+
+
+def test_margin_robust_area_is_a_slope_over_every_checkpoint():
+    """The compute function on one run with three checkpoints at log10 L = -10, -10^1.1
+    (-12.6) and -100: x = log10(-log10 L) = 1, 1.1, 2. Of its 10 points 4, 8 and 5 lie at
+    distance 2 (the others at 1): areas over [0, 4] of 0.25 + 0.025 k = 0.35, 0.45, 0.375.
+    The last is above the first (+0.025: a last-minus-first difference would read a rise),
+    but the least-squares slope over the three is S_xy / S_xx = (sum x y - 3 mean x mean y)
+    / (sum x^2 - 3 mean x^2) = (1.595 - 4.1 x 1.175 / 3) / (6.21 - 4.1^2 / 3) = (-13 / 1200)
+    / (728 / 1200) = -1/56: robustness fell over the checkpoints."""
+    from ibrobust.studies.margin.claims import robust_area
+
+    cks = (("model-1", 2), ("model-2", 3), ("final", 4))
+    hist, cks = history_table(range(5), [0.0, -5.0, -10.0, -(10**1.1), -100.0],
+                              [-1.0, -0.1, 1e-3, 2e-3, 3e-3], [-1.0, -0.5, 1e-3, 2e-3, 3e-3],
+                              checkpoints=cks)  # fmt: skip
+    pts = margin_points({(name, split): [2.0] * k + [1.0] * (10 - k)
+                         for (name, _), k in zip(cks.itertuples(index=False), (4, 8, 5),
+                                                 strict=True)
+                         for split in ("train", "test")})  # fmt: skip
+    summary, points = margin_outputs({"r0": (hist, cks, pts)}, RADII)
+    ctx = StudyContext("margin", default_config()["studies"]["margin"])
+    m = robust_area("train")({"summary": summary, "points": points}, ctx)
+    assert m.values == (pytest.approx(-1 / 56),) and m.points == 10
 
 
 def test_malformed_margin_outputs_fail(tmp_path):

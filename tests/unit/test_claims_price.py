@@ -18,7 +18,6 @@ from claims_fixtures import (
     REGIME,
     T_975_2,
     T_975_3,
-    T_975_5,
     T_975_11,
     T_975_15,
     default_config,
@@ -91,6 +90,15 @@ def test_price_gd_minus_cd_paired_by_draw(tmp_path, diffs, verdict):
         assert row.fragile is False and row.fragile_reason == ""
 
 
+def test_price_gd_minus_cd_a_tie_does_not_hold(tmp_path):
+    """GD's robust gap equal to CD's (and the diagonal net's) in every cell: the edge is 0 on
+    every draw, [0, 0], not > 0 (the rule is strict): does not hold."""
+    df = ledger(tmp_path, default_config(), edge_outputs(lambda *a: 0.0))
+    for id_ in ("price.gd_minus_cd", "price.gd_minus_diag_gd"):
+        row = one(df, "price_linear", id_)
+        assert (row.verdict, row.ci_lo, row.ci_hi) == (FAILS, 0.0, 0.0), id_
+
+
 def test_price_edge_rises_from_erm_and_falls_toward_the_margin(tmp_path):
     """Per regime, GD - CD (= GD - every other optimizer) at eps = 0 / the robust-ERM cells
     / 0.99 gamma* (the grid's largest fraction below 1); 0.9 is neither:
@@ -161,40 +169,100 @@ def test_price_dense_regime_alike_under_erm(tmp_path, erm, verdict):
 
 
 @pytest.mark.parametrize(
+    "edges, verdict",
+    [
+        # [0.0037, 0.0063] <= 0.01: a tie within P4's margin holds ("does not outperform"
+        # admits it; the pre-review rule, <= 0, would not have held)
+        ((0.004, 0.006, 0.005, 0.005), HOLDS),
+        ((-0.03, -0.04, -0.02, -0.03), HOLDS),  # GD ahead: [-0.043, -0.017]
+        ((0.015, 0.02, 0.025, 0.02), WEAKER),  # 0.02 +- 0.0065: <= 0.03, not <= 0.01
+        ((0.025, 0.035, 0.045, 0.035), INCONCLUSIVE),  # 0.035 +- 0.013 straddles 0.03
+        ((0.05, 0.06, 0.04, 0.05), FAILS),  # [0.037, 0.063]: CD clearly ahead
+    ],
+)
+def test_price_no_edge_regime_admits_a_tie(tmp_path, edges, verdict):
+    """In the dense-teacher, sparse-x regime GD's robust gap exceeds CD's by edges[draw] at
+    every robust-ERM cell (t(3) = 3.182, 4 draws): 'CD does not outperform GD' holds at most
+    +0.01 (strong) or +0.03 (weak), one-sided."""
+
+    def edge(ds, o, f, n, draw):
+        return edges[draw] if ds == REGIME["sparse x"] and f in ROBUST else 0.0
+
+    row = one(ledger(tmp_path, default_config(), edge_outputs(edge)), "price_linear",
+              "price.no_edge_regime")  # fmt: skip
+    assert row.verdict == verdict
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(edges, T_975_3))
+    assert (row.strong_lo, row.strong_hi, row.weak_lo, row.weak_hi) == (
+        -math.inf, 0.01, -math.inf, 0.03,
+    )  # fmt: skip
+    if verdict == INCONCLUSIVE:
+        assert "straddles the weak threshold 0.03" in row.reason
+
+
+@pytest.mark.parametrize(
     "small_n, verdict",
     [
         ((0.24, 0.25, 0.26, 0.25), HOLDS),  # [0.237, 0.263] >= 0.20
         ((0.10, 0.12, 0.08, 0.10), WEAKER),  # [0.074, 0.126]: over 0, under 0.20
         ((0.0, 0.3, 0.1, -0.1), INCONCLUSIVE),  # 0.075 +- 0.27 straddles 0
+        ((0.0, 0.0, 0.0, 0.0), FAILS),  # a tie on every draw: [0, 0] is not > 0 (strict)
     ],
 )
 def test_price_dense_gap_exceeds_20_percent_at_the_smallest_n(tmp_path, small_n, verdict):
-    """GD - CD at n = 16 (the smallest n) over the robust-ERM cells; at the larger n it is
-    0, which the claim does not see."""
+    """GD - CD at n = 16 (the smallest n) in the one declared cell eps = 0.5 gamma* (Fig.
+    1's eps is lost: the middle robust-ERM cell). The other robust-ERM cells (0.25, 0.75)
+    have GD - CD = -0.3 at n = 16, and the larger n 0: the claim sees neither (averaged
+    over the three cells, every case would be under 0)."""
 
     def edge(ds, o, f, n, draw):
-        return small_n[draw] if ds == REGIME["dense/dense"] and f in ROBUST and n == 16 else 0.0
+        if ds != REGIME["dense/dense"] or n != 16 or f not in ROBUST:
+            return 0.0
+        return small_n[draw] if f == 0.5 else -0.3
 
     row = one(ledger(tmp_path, default_config(), edge_outputs(edge)), "price_linear",
               "price.dense_robust_gap_20")  # fmt: skip
     assert row.verdict == verdict and row.note == "n = 16"
+    assert row.name == "teacher_w512_x512, smallest n, eps = 0.5 gamma*"
     assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(small_n, T_975_3))
 
 
 def test_price_clean_tradeoff_reads_the_clean_gaps(tmp_path):
-    """GD's clean gap 0.02 below CD's in the dense regime's robust-ERM cells (robust gaps
-    alike): holds; 0.02 above: does not hold."""
-    for sign, verdict in ((-1, HOLDS), (1, FAILS)):
+    """The clean-gap edge gap_clean(GD) - gap_clean(CD) in the dense regime at Fig. 6's
+    bottom-right corner, read as the grid's largest eps below gamma* (0.99), mean over n
+    (robust gaps alike): GD's clean gap 0.02 below CD's there holds (< 0); 0.02 above does
+    not; equal, a tie [0, 0] is not < 0 (strict): does not hold. In the robust-ERM cells
+    (0.25-0.75) GD's clean gap is 0.05 above CD's: the claim does not read them."""
+    for sign, verdict in ((-1, HOLDS), (1, FAILS), (0, FAILS)):
 
         def clean(ds, o, f, n, draw, s=sign):
-            ahead = o == "lin_gd" and ds == REGIME["dense/dense"] and f in ROBUST
-            return 0.1 + s * 0.02 * ahead
+            if o != "lin_gd" or ds != REGIME["dense/dense"]:
+                return 0.1
+            return 0.1 + (s * 0.02 if f == 0.99 else 0.05 if f in ROBUST else 0.0)
 
         summary, problems = price_outputs(lambda *a: 0.05, clean=clean)
         df = ledger(tmp_path, default_config(), {PRICE: summary, PRICE_PROBLEMS: problems})
         row = one(df, "price_linear", "price.clean_tradeoff")
         assert row.verdict == verdict and row.ours_mean == pytest.approx(sign * 0.02)
-        assert row.name == f"teacher_w512_x512, {ROBUST_CELLS}, clean gaps"
+        assert row.name == "teacher_w512_x512, the grid's largest eps below gamma*, clean gaps"
+        if sign == 0:
+            assert (row.ci_lo, row.ci_hi) == (0.0, 0.0)
+
+
+def test_price_near_gamma_cells_need_a_fraction_of_at_least_095(tmp_path):
+    """The approach to gamma* is the grid's largest eps below it, at least 0.95 gamma*: a
+    grid ending at 0.9 has no such cell; the claims judged there (the vanishing edge, the
+    fall toward gamma*, the clean trade-off) are not run, saying so."""
+    summary, problems = price_outputs(lambda *a: 0.05, fractions=(0.0, 0.25, 0.5, 0.75, 0.9))
+    df = ledger(tmp_path, default_config(), {PRICE: summary, PRICE_PROBLEMS: problems})
+    why = "the grid's largest eps below gamma* is 0.9 gamma* (< 0.95)"
+    for id_ in ("price.vanishes_at_margin", "price.clean_tradeoff"):
+        row = one(df, "price_linear", id_)
+        assert (row.verdict, row.reason) == (NOT_RUN, why), id_
+    falls = by_regime(df, "price.edge_falls_toward_margin")
+    assert {(r.verdict, r.reason) for r in falls.values()} == {(NOT_RUN, why)}
+    # the cells that do not approach gamma* are judged: the rise from ERM, 0.05 - 0.05 = 0 on
+    # every draw, a tie: not > 0
+    assert {r.verdict for r in by_regime(df, "price.edge_rises_from_erm").values()} == {FAILS}
 
 
 def test_price_vanishes_at_the_margin_on_converged_runs(tmp_path):
@@ -273,6 +341,13 @@ def test_price_limit_is_the_min_l1_separator_in_a_study_trained_to_the_limit(tmp
     assert row.name == "every regime, eps < gamma*, runs trained to the limit"
     row = one(df, "price_limit", "price.limit_is_min_l1_diag_gd")
     assert row.verdict == WEAKER and row.ours_mean == pytest.approx(0.63)
+    # the weak region is robust separation at every robust-ERM eps of the grid (0, 0.5):
+    # margin_ratio >= 0.5, the largest robust-ERM fraction
+    assert (row.strong_lo, row.strong_hi, row.weak_lo, row.weak_hi) == (0.9, 1.001, 0.5, 1.001)
+    # a margin ratio of 0.3 separates, but not robustly at eps = 0.5 gamma*: does not hold
+    files = limit_files(lambda n, d: 0.95, lambda n, d: 0.3 + 0.01 * d)
+    df = ledger(tmp_path, default_config(price_limit=True), files)
+    assert verdicts(df, "price_limit", "price.limit_is_min_l1_diag_gd") == [FAILS]
     # a margin above the LP's gamma* is a bookkeeping error: does not hold
     files = limit_files(lambda n, d: 1.05, lambda n, d: 0.6)
     df = ledger(tmp_path, default_config(price_limit=True), files)
@@ -332,6 +407,12 @@ def test_price_claims_need_their_regime_and_optimizers(tmp_path):
     assert {r.reason for r in by_regime(df, "price.edge_falls_toward_margin").values()} == {
         "the eps grid has no such cell"
     }
+    # a grid without Fig. 1's declared cell (0.5 gamma*): the 20 % claim is not run (no
+    # other cell stands in for it)
+    summary, problems = price_outputs(lambda *a: 0.05, fractions=(0.0, 0.25, 0.75, 0.99))
+    df = ledger(tmp_path, default_config(), {PRICE: summary, PRICE_PROBLEMS: problems})
+    row = one(df, "price_linear", "price.dense_robust_gap_20")
+    assert (row.verdict, row.reason) == (NOT_RUN, "the eps grid has no such cell")
 
 
 def test_malformed_price_outputs_fail(tmp_path):
@@ -385,6 +466,7 @@ def cnn_cells(df: pd.DataFrame) -> dict[str, pd.Series]:
     [
         ((2.0, 3.0, 4.0), HOLDS),  # 3 +- 2.48 > 0
         ((2.0, -3.0, 0.5), INCONCLUSIVE),  # -0.17 +- 6.37 straddles 0
+        ((0.0, 0.0, 0.0), FAILS),  # a tie on every seed: [0, 0] is not > 0 (strict)
         ((-2.0, -3.0, -4.0), FAILS),
     ],
 )
@@ -416,46 +498,65 @@ def test_price_nn_cnn_cells_count_only_seeds_where_both_fitted(tmp_path):
     assert row.reason == "no seed of cell n=200, eps=0.2 where both algorithms fitted"
 
 
-def test_price_nn_cnn_trends_over_the_grid(tmp_path):
-    """Slopes of GD - SD with an intercept per (seed, other variable), two cells per group:
-    each group's slope is its difference over the x step, the pooled slope their mean, and
-    SE = sqrt(sum (D_g - mean D)^2 / 2 / df / Sxx) with Sxx = 6 groups x 2 x (step / 2)^2
-    and df = 12 - 6 - 1 = 5.
+# GD - SD per seed on config.yaml's CNN grid for the trends: the largest (n, eps) cell, the
+# paper's SD-instability cell, is far off the others' trends (GD 20 points behind)
+TREND = {(50, 0.1): (4.0, 5.0, 6.0), (200, 0.1): (2.0, 3.1, 3.9),
+         (50, 0.2): (6.0, 7.1, 7.9), (200, 0.2): (-20.0, -20.0, -20.0)}  # fmt: skip
 
-    log n: (seed, eps) differences D = 200 minus 50: eps 0.1 (-2, -1, -3), eps 0.2 (-1, -3,
-    -2): mean -2, sum of squares 4; step ln 4: slope -2 / ln 4 = -1.443, SE = sqrt(2 / 5 /
-    (3 ln^2 4)) = 0.263: [-2.12, -0.77] < 0: holds.
-    eps: (seed, n) differences 0.2 minus 0.1: n 50 (2, 2, 2), n 200 (3, 0, 3): mean 2, sum of
-    squares 6; step 0.1: slope 20, SE = sqrt(3 / 5 / 0.03) = 4.47: [8.50, 31.50] > 0: holds."""
-    cells = price_nn_cells(cnn=CNN, cnn_clean={50: (1.0, 1.0, 1.0)})
+
+def test_price_nn_cnn_trends_over_the_grid(tmp_path):
+    """Slopes of GD - SD with an intercept per (seed, other variable) over the fitted
+    robust-ERM cells except the largest (n, eps) one, left out as declared (SD's
+    instability): 9 (cell, seed) pairs. A group left with one cell (its row or column
+    crossed the left-out corner) has no slope and adds one pair and one intercept, so
+    df = 9 - 6 - 1 = 2 (t(2) = 4.303); each two-cell group's slope is its difference D over
+    the x step, the pooled slope their mean, SE = sqrt(sum (D - mean D)^2 / 2 / df / Sxx)
+    with Sxx = 3 groups x 2 x (step / 2)^2.
+
+    log n: eps 0.1's (seed) differences 200 minus 50: D = (-2, -1.9, -2.1), mean -2, sum of
+    squares 0.02; step ln 4: slope -2 / ln 4 = -1.443, SE = sqrt(0.01 / 2 / (1.5 ln^2 4)) =
+    0.0589: [-1.696, -1.189] < 0: holds (eps 0.2 keeps n = 50 only).
+    eps: n 50's differences 0.2 minus 0.1: D = (2, 2.1, 1.9), step 0.1: slope 20, SE =
+    sqrt(0.01 / 2 / 0.015) = 0.577: [17.52, 22.48] > 0: holds (n 200 keeps eps 0.1 only).
+    With the corner (-20) the eps slope would be the mean of (2, 2.1, 1.9, -22, -23.1,
+    -23.9) / 0.1 = -105: the trend would not hold."""
+    cells = price_nn_cells(cnn=TREND, cnn_clean={50: (1.0, 1.0, 1.0)})
     df = ledger(tmp_path, NN, {PRICE_NN: cells})
     row = one(df, "price_nn", "price_nn.cnn_gap_smaller_n")
-    slope, se = -2 / math.log(4), math.sqrt(2 / 5 / (3 * math.log(4) ** 2))
+    slope, se = -2 / math.log(4), math.sqrt(0.01 / 2 / (1.5 * math.log(4) ** 2))
     assert row.verdict == HOLDS
     assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx(
-        (slope, slope - T_975_5 * se, slope + T_975_5 * se)
+        (slope, slope - T_975_2 * se, slope + T_975_2 * se)
     )
-    assert (row.n, row.unit) == (12, "(cell, seed) pairs")
+    assert (row.n, row.unit) == (9, "(cell, seed) pairs")
     assert row.ci_method == "t of the pooled OLS slope, an intercept per group"
     row = one(df, "price_nn", "price_nn.cnn_gap_larger_eps")
-    se = math.sqrt(3 / 5 / 0.03)
-    assert row.verdict == HOLDS
+    se = math.sqrt(0.01 / 2 / 0.015)
+    assert row.verdict == HOLDS and row.n == 9
     assert (row.ours_mean, row.ci_lo, row.ci_hi) == pytest.approx(
-        (20.0, 20 - T_975_5 * se, 20 + T_975_5 * se)
+        (20.0, 20 - T_975_2 * se, 20 + T_975_2 * se)
     )
-    # leaving one (seed, row) group out refits on the other five: still > 0, not fragile
+    # leaving one (seed, row) group out: a one-cell group changes nothing; a two-cell one
+    # leaves two slopes on 1 df (t(1) = 12.7): without D = 2, (2.1, 1.9): 20 +- 12.7 x 1 =
+    # [7.3, 32.7]; without 2.1 or 1.9: 19.5 or 20.5 +- 12.7 x 0.5: all > 0, not fragile
     assert row.fragile is False
-    # robust ERM over ERM at n = 50: mean over eps of GD - SD per seed (5, 6, 7) minus the
-    # clean difference at eps 0 (1 each): (4, 5, 6)
+    # robust ERM over ERM at n = 50 (the corner is n = 200): mean over eps of GD - SD per
+    # seed (5, 6.05, 6.95) minus the clean difference at eps 0 (1 each): (4, 5.05, 5.95)
     row = one(df, "price_nn", "price_nn.cnn_robust_over_erm")
     assert row.verdict == HOLDS and row.note == "n = 50"
-    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((4.0, 5.0, 6.0), T_975_2))
+    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((4.0, 5.05, 5.95), T_975_2))
     # the opposite trends do not hold
-    flipped = {k: tuple(-v for v in vs) for k, vs in CNN.items()}
+    flipped = {k: tuple(-v for v in vs) for k, vs in TREND.items()}
     df = ledger(tmp_path, NN, {PRICE_NN: price_nn_cells(cnn=flipped, cnn_clean={50: (0,) * 3})})
     assert verdicts(df, "price_nn", "price_nn.cnn_gap_smaller_n") == [FAILS]
     assert verdicts(df, "price_nn", "price_nn.cnn_gap_larger_eps") == [FAILS]
     assert verdicts(df, "price_nn", "price_nn.cnn_robust_over_erm") == [FAILS]
+    # equal algorithms in every cell: slopes exactly 0 on [0, 0]: not < 0, not > 0
+    flat = {k: (0.0, 0.0, 0.0) for k in TREND}
+    df = ledger(tmp_path, NN, {PRICE_NN: price_nn_cells(cnn=flat, cnn_clean={50: (0,) * 3})})
+    for id_ in ("price_nn.cnn_gap_smaller_n", "price_nn.cnn_gap_larger_eps"):
+        row = one(df, "price_nn", id_)
+        assert (row.verdict, row.ci_lo, row.ci_hi) == (FAILS, 0.0, 0.0), id_
 
 
 def test_price_nn_sd_instability_in_the_largest_cell(tmp_path):

@@ -53,12 +53,16 @@ FA = ("fa", "figures/summary.csv")
 FA_SCALING = ("fa", "figures/critical_radius_scaling.csv")
 # k-class radii (9, 13, 11) over 2-class radii 10: ratios 1.1 +- 0.497, inconclusive under
 # every readout; the reference net off the grid on seed 0 only: censored, inconclusive; the
-# span residual not applicable (config.yaml's GD trains in the Gram space); the margin-
-# gradient claim not run (its file is absent); most others hold, some of them fragile
+# span residual not applicable (config.yaml's clusters_d1000: its k = 10 features and
+# n = 1000 noises span R^1000); the margin-gradient claim not run (its file is absent); most
+# others hold, some of them fragile
 MIXED = dict(
     binary=(10.0, 10.0, 10.0), multiclass=(9.0, 13.0, 11.0), reference=(math.nan, 2.0, 2.0)
 )
-SPAN_NA = "optimizer 'gd' trains in the span of the inputs by construction"
+SPAN_NA = (
+    "the features and the training noises (k + n = 1010 vectors in d = 1000 dimensions) span "
+    "the whole input space"
+)
 
 
 def mixed_ledger(tmp_path: Path) -> pd.DataFrame:
@@ -502,7 +506,11 @@ def test_the_level_reaches_intervals_rules_and_header(tmp_path):
     row = df[df.setting.str.endswith("readout sum") & (df.id == "fa.kclass_over_binary")].iloc[0]
     assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((0.9, 1.3, 1.1), T_95_2))
     assert row.verdict == INCONCLUSIVE  # [0.763, 1.437] still straddles 1
-    assert row.rule.startswith("holds: the 90 % interval of ratio within [1, 1.29]")
+    # the sum readout's rule is the direction, exclusive (Rule.strict): > 1
+    assert row.rule == (
+        "holds: the 90 % interval of ratio > 1; holds weaker: > 1; does not hold: wholly "
+        "outside it; else inconclusive"
+    )
     assert "Ours = mean [90 % interval]" in ledger_markdown(df)
     assert "Ours = mean [90 % interval]" in ledger_html(df)
     wide = ledger(tmp_path, default_config(), {FA: fa_summary(**MIXED)}).reset_index()

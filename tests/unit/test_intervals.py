@@ -99,6 +99,11 @@ def test_units_needed_from_the_measured_spread():
     boot = iv.Interval(0.4, 0.8, 0.6, 100, "points", "bootstrap over points")
     assert iv.units_needed(boot, 0.5) == 400  # half-width 0.2 -> 0.1: 4x the points
     assert iv.units_needed(boot, 0.6) is None  # the estimate sits on the threshold
+    # an end on the threshold (a strict rule's bound, "> 0", touched by [0, 0.125]): the
+    # interval does not exclude it with its 10 points, so more than 10 (side = distance
+    # 0.05: the estimate n (0.05 / 0.05)^2 = 10 is the present n, which does not decide)
+    touching = iv.Interval(0.0, 0.125, 0.05, 10, "points", "bootstrap over points")
+    assert iv.units_needed(touching, 0.0) == 11
 
 
 def test_units_needed_when_the_mean_sits_on_the_threshold_up_to_rounding():

@@ -152,16 +152,18 @@ def test_claims_on_the_summary_and_points_of_two_runs():
         except (NotApplicable, NotRun) as why:
             got[c.id] = f"{type(why).__name__}: {why}"
     assert got["margin.loss_below_float64"].values == (-310.0, -310.0)
-    # two checkpoints per run, log10(-log10 L) log10(2.5) apart: slopes log2.5(growth)
-    slopes = (math.log(2) / math.log(2.5), math.log(3) / math.log(2.5))
-    assert got["margin.normalized_grows"].values == pytest.approx(slopes)
+    # the normalized-margin trend is judged within a decade of the table's losses (10^-10,
+    # -15, -20, -120): these runs' checkpoints sit at 10^-124 and 10^-310, outside it
+    assert got["margin.normalized_grows"] == "NotRun: no run with two or more distinct x values"
     assert got["margin.epochs_to_threshold"].startswith("NotRun: no checkpoint at the paper's")
     assert got["margin.smoothed_monotone"].startswith("NotApplicable: the study trains no")
     assert got["margin.smoothed_monotone_sgd"].values == (0.0, 0.0)
     assert got["margin.loss_rate"].startswith("NotApplicable: the study trains no constant-step")
     assert got["margin.kkt_residual_falls"] == "NotRun: the summary has no 'kkt_residual'"
-    # l2 grid top 2: the points that moved from distance 1 to 2 add (2 - 1) / 2 each
-    assert got["margin.robust_rises_train"].values == pytest.approx((0.1, 0.2))
+    # l2 grid top 2: the area rises by (2 - 1) / 2 / 10 for each point that moved from
+    # distance 1 to 2 (2 and 4 of 10), over log10(-log10 L) log10(2.5) apart: per-run slopes
+    step = math.log10(310 / 124)
+    assert got["margin.robust_rises_train"].values == pytest.approx((0.1 / step, 0.2 / step))
     assert got["margin.robust_rises_test"].points == 10
     cert = got["margin.certificate"]
     assert cert.values == (1.0, 1.0) and cert.ci().n == 80 and cert.unit == "runs"

@@ -253,7 +253,9 @@ def units_needed(iv: Interval, threshold: float) -> int | None:
         return iv.n
     if iv.spread is not None and iv.spread > 0:  # t interval: the critical value shrinks too
         return _t_units(iv.spread, dist, iv.level, iv.n)
-    return math.ceil(iv.n * (side / dist) ** 2)
+    # the interval reaches the threshold now (side >= dist), so its n does not decide: an
+    # end on the threshold (side == dist: a strict rule's bound touched) needs more than n
+    return max(iv.n + 1, math.ceil(iv.n * (side / dist) ** 2))
 
 
 def _t_units(sd: float, dist: float, level: float, start: int) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ibrobust.claims.core import SummaryError
+from ibrobust.claims.sources import SummaryError
 from ibrobust.ledger.render import units_text
 from ibrobust.ledger.trend import difference
 

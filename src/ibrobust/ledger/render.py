@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ibrobust.claims.core import JUDGED, VERDICTS, SummaryError
+from ibrobust.claims.sources import SummaryError
+from ibrobust.claims.verdicts import JUDGED, VERDICTS
 from ibrobust.ledger.table import COLUMNS, RULE_BOUNDS
 
 

@@ -1,8 +1,8 @@
 """The ledger table: every claim of every study in the config, with our number and a verdict.
 
 :func:`build_ledger` takes, per study, its context and where its outputs are, loads each
-output through its :class:`~ibrobust.claims.core.Source` (a malformed file stops the
-ledger with :class:`~ibrobust.claims.core.SummaryError`) and evaluates every claim of the
+output through its :class:`~ibrobust.claims.sources.Source` (a malformed file stops the
+ledger with :class:`~ibrobust.claims.sources.SummaryError`) and evaluates every claim of the
 study's kind (:data:`CLAIMS`): a verdict, or "not run" with the reason (study disabled,
 part not configured, output absent, no rows for the setting).
 :mod:`ibrobust.ledger.render` renders the table; nothing in the ledger is typed by hand.
@@ -20,19 +20,11 @@ from types import ModuleType
 
 import pandas as pd
 
-from ibrobust.claims.core import (
-    NOT_APPLICABLE,
-    NOT_RUN,
-    VERDICTS,
-    Claim,
-    NotApplicable,
-    NotRun,
-    StudyContext,
-    SummaryError,
-    fragility,
-    load_source,
-)
+from ibrobust.claims.core import Claim, StudyContext
 from ibrobust.claims.intervals import LEVEL
+from ibrobust.claims.rules import fragility
+from ibrobust.claims.sources import SummaryError, load_source
+from ibrobust.claims.verdicts import NOT_APPLICABLE, NOT_RUN, VERDICTS, NotApplicable, NotRun
 from ibrobust.kinds import STUDIES
 
 

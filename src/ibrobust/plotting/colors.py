@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# one colour per verdict of the claims ledger (ibrobust.claims.core.VERDICTS)
+# one colour per verdict of the claims ledger (ibrobust.claims.verdicts.VERDICTS)
 VERDICT_COLORS = {
     "holds": "#1a7f37",
     "holds weaker": "#9a6700",

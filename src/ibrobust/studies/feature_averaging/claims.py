@@ -1,276 +1,38 @@
 """Claims of Study FA (Li, Pan, Lyu, Li, ICLR 2025; docs/studies/fa.md, "Claims"), kind
-``feature_averaging``. Our numbers come from ``results/<study>/figures/summary.csv`` (one row
-per run, readout and seed; fa_index / residual_max only with two-layer nets) and
-``critical_radius_scaling.csv``; column mapping: :data:`SOURCES` (the one place to adapt).
+``feature_averaging``: the catalog (each claim's quote, source, rule and its derivation), per
+dataset, readout and trained net. What each claim measures, and the files it reads
+(:data:`SOURCES`), is :mod:`ibrobust.studies.feature_averaging.measures`; the scaling sweep's
+claims are :mod:`ibrobust.studies.feature_averaging.claims_scaling`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 import pandas as pd
 
 from ibrobust.claims.citations import FIGURE_READING, LI_2025, Citation
-from ibrobust.claims.core import (
-    Claim,
-    Column,
-    Measurement,
-    NotApplicable,
-    NotRun,
-    Source,
-    StudyContext,
-    at_least,
-    at_most,
-    between,
-    not_above,
-    restricted,
-)
-from ibrobust.kinds import MODELS, OPTIMIZERS, trainer
+from ibrobust.claims.core import Claim, StudyContext, at_least, at_most, between, restricted
 from ibrobust.studies.feature_averaging.claims_scaling import scaling_claims
+from ibrobust.studies.feature_averaging.measures import (
+    BINARY,
+    MULTICLASS,
+    REFERENCE,
+    SETTING,
+    SOURCES,
+    binary_over_theory,
+    clean_accuracy,
+    column_of,
+    d_and_k,
+    first_order_ratio,
+    kclass_over_binary,
+    readouts_of,
+    reference_over_sqrt_d,
+    span_residual,
+    universal_over_theory,
+)
 
-# ---- column mapping (summary.csv) ----
-SETTING = "setting"  # binary | multiclass | the reference's label
-BINARY, MULTICLASS = "binary", "multiclass"
-# the paper's hand-built robust net: its rows carry its kind's label (ibrobust.kinds.MODELS)
-REFERENCE = MODELS.capability("robust_reference", "label")
-GRAM_PATH = "gram_gd"  # the training path that keeps W(t) in W(0) + span{x_i} (kinds.TRAINERS)
-READOUT = "readout"  # optional: the binary readout of the row (absent: LEGACY_READOUT)
-LEGACY_READOUT = "sum"  # what the attack jobs used before readouts were a study list
-ATTACKS = ("pgd_margin", "pgd_ce", "universal")
-
-
-def radius_col(attack: str) -> str:
-    return f"critical_radius.{attack}"
-
-
-WORST = radius_col("worst")
-SOURCES: dict[str, Source] = {
-    "summary": Source(
-        path="figures/summary.csv",
-        keys={"dataset": None, SETTING: (BINARY, MULTICLASS, REFERENCE)},
-        numeric=(
-            Column("seed", lo=0),
-            Column("clean_acc", lo=0, hi=1),
-            Column(WORST, lo=0, nan_ok=True),  # NaN: never fell to 50 % on the grid
-            *(Column(radius_col(a), lo=0, nan_ok=True, required=False) for a in ATTACKS),
-            Column("fa_index", lo=0, hi=1, nan_ok=True, required=False),
-            Column("other_class_ratio", lo=0, nan_ok=True, required=False),
-            Column("residual_max", lo=0, nan_ok=True, required=False),
-            Column("cosine_same_class_mean", lo=-1, hi=1, nan_ok=True),
-        ),
-        checks=(not_above(WORST, [radius_col(a) for a in ATTACKS], nan_is_inf=True),),
-        built_by="the study's target (and the default target)",
-    ),
-    "scaling": Source(
-        path="figures/critical_radius_scaling.csv",
-        keys={"key": None, "label": (BINARY, MULTICLASS, REFERENCE), READOUT: None},
-        numeric=(
-            Column("seed", lo=0),
-            Column("d", lo=1),
-            Column("k", lo=2),
-            Column("critical_radius", lo=0, nan_ok=True),
-        ),
-        built_by="the study's target when the study has a scaling sweep",
-    ),
-    "margin_gradient": Source(
-        path="figures/margin_gradient_summary.csv",
-        keys={"label": (BINARY, MULTICLASS, REFERENCE), "readout": None},
-        numeric=(
-            Column("seed", lo=0),
-            Column("margin.median", lo=0),
-            Column("grad_norm.median", lo=0),
-            Column("first_order.median", lo=0),
-            Column("breaking_radius.median", lo=0),
-        ),
-        built_by="rule fa_margin_gradient (rules/margin_gradient.smk)",
-    ),
-}
-
-
-# ---- selections --------------------------------------------------------------------------
-def readouts_of(ctx: StudyContext) -> list[str]:
-    """The binary readouts the study evaluates (its ``readouts``; the legacy sum without)."""
-    return list(ctx.config.get("readouts") or [LEGACY_READOUT])
-
-
-def rows(df: pd.DataFrame, dataset: str, setting: str, readout: str | None = None) -> pd.DataFrame:
-    """Rows of one dataset and setting (and readout: binary nets and the reference net have
-    two heads or one, on which every readout is the same score, so any row serves)."""
-    sel = df[(df["dataset"] == dataset) & (df[SETTING] == setting)]
-    if READOUT in df and setting == MULTICLASS and readout is not None:
-        sel = sel[sel[READOUT] == readout]
-    elif READOUT in df:
-        sel = sel.drop_duplicates("seed")
-    elif readout is not None and readout != LEGACY_READOUT and setting == MULTICLASS:
-        raise NotRun(f"the summary has no {READOUT!r} column: only {LEGACY_READOUT!r} was run")
-    if sel.empty:
-        what = f"{setting}" + (f", readout {readout}" if readout else "")
-        raise NotRun(f"no {what} rows for {dataset} in the summary")
-    if sel["seed"].duplicated().any():
-        raise ValueError(f"{dataset} {setting}: several rows per seed {sorted(sel.seed)}")
-    return sel.set_index("seed").sort_index()
-
-
-def grid_max(ctx: StudyContext) -> float:
-    return float(max(ctx.config["radii"]))
-
-
-def radii(sel: pd.DataFrame, col: str, ctx: StudyContext) -> tuple[pd.Series, bool]:
-    """A critical-radius column with NaN (never fell to 50 %) replaced by the top of the
-    radius grid, and whether any was (the values are then lower bounds)."""
-    v = sel[col]
-    return v.fillna(grid_max(ctx)), bool(v.isna().any())
-
-
-def _dk(ctx: StudyContext, dataset: str) -> tuple[int, int]:
-    ds = ctx.datasets[dataset]
-    return int(ds["d"]), int(ds["k"])
-
-
-# ---- measurements --------------------------------------------------------------------------
-def points_of(ctx: StudyContext) -> int | None:
-    """Test points each seed's robustness is measured on (the study's attack_points)."""
-    return ctx.config.get("attack_points")
-
-
-def binary_over_theory(dataset: str):
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        d, k = _dk(ctx, dataset)
-        r, cens = radii(rows(src["summary"], dataset, BINARY), WORST, ctx)
-        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(ctx))
-
-    return compute
-
-
-def kclass_over_binary(dataset: str, readout: str):
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        b, cb = radii(rows(src["summary"], dataset, BINARY), WORST, ctx)
-        m, cm = radii(rows(src["summary"], dataset, MULTICLASS, readout), WORST, ctx)
-        seeds = b.index.intersection(m.index)
-        if seeds.empty:
-            raise NotRun(f"no seed with both a binary and a k-class run on {dataset}")
-        note = "2-class radius off the grid (ratio overstated)" if cb else ""
-        return Measurement(
-            tuple(m[seeds] / b[seeds]), lower_bound=cm and not cb, note=note, points=points_of(ctx)
-        )
-
-    return compute
-
-
-def reference_over_sqrt_d(dataset: str):
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        d, _ = _dk(ctx, dataset)
-        r, cens = radii(rows(src["summary"], dataset, REFERENCE), WORST, ctx)
-        return Measurement(tuple(r / math.sqrt(d)), lower_bound=cens, points=points_of(ctx))
-
-    return compute
-
-
-def universal_over_theory(dataset: str):
-    """Per seed: the 2-class net's critical radius under the universal direction alone over
-    sqrt(d/k)."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        d, k = _dk(ctx, dataset)
-        sel = rows(src["summary"], dataset, BINARY)
-        if radius_col("universal") not in sel:
-            raise NotRun("the universal-direction attack was not run")
-        r, cens = radii(sel, radius_col("universal"), ctx)
-        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(ctx))
-
-    return compute
-
-
-def clean_accuracy(dataset: str):
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        sel = rows(src["summary"], dataset, BINARY)
-        return Measurement(tuple(sel["clean_acc"]), points=points_of(ctx))
-
-    return compute
-
-
-def span_residual(dataset: str):
-    """The lambda decomposition's largest residual, on runs that train the weights
-    themselves: a run whose trainer keeps W(t) = W(0) + A(t) X (the GD kind's ``method:
-    gram``) is in the span by construction, so the claim is not applicable to it."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        d, k = _dk(ctx, dataset)
-        n = int(ctx.datasets[dataset].get("n_train", 0))
-        if n + k >= d:
-            raise NotApplicable(
-                f"the features and the training noises (k + n = {k + n} vectors in d = {d} "
-                "dimensions) span the whole input space, so every weight vector is in their "
-                "span: a study with n + k < d tests the lemma"
-            )
-        gram = [o for o in ctx.config["optimizers"] if _gram(ctx, o)]
-        if gram:
-            raise NotApplicable(
-                f"optimizer {gram[0]!r} trains in the span of the inputs by construction "
-                "(method: gram keeps W(t) = W(0) + A(t) X), so the residual is 0 up to "
-                "rounding whatever GD does; a study whose GD uses method: direct tests the "
-                "lemma"
-            )
-        return column_of(dataset, (BINARY, MULTICLASS), "residual_max")(src, ctx)
-
-    return compute
-
-
-def _gram(ctx: StudyContext, optimizer: str) -> bool:
-    """Whether a net of the study trains with ``optimizer`` on the Gram-space GD path with
-    ``method: gram`` (:func:`ibrobust.kinds.trainer`; sign descent or another norm trains by
-    autograd whatever its ``method`` says)."""
-    opt = ctx.optimizers.get(optimizer, {})
-    return any(
-        trainer(ctx.models[m], opt) == GRAM_PATH and OPTIMIZERS.setting(opt, "method") == "gram"
-        for m in ctx.config["models"]
-        if m in ctx.models
-    )
-
-
-def column_of(dataset: str, settings: tuple[str, ...], col: str, scale: float = 1.0):
-    """``col`` x ``scale`` of every run of the ``settings`` (one value per run)."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        vals: list[float] = []
-        if col not in src["summary"]:
-            raise NotRun(f"the summary has no {col!r} (no two-layer net: no lambda decomposition)")
-        if src["summary"][col].isna().all():
-            raise NotRun(f"column {col!r} is empty (no lambda decomposition of these runs)")
-        for setting in settings:
-            v = rows(src["summary"], dataset, setting)[col]
-            if v.isna().any():
-                raise ValueError(f"column {col!r} is NaN for a {setting} run on {dataset}")
-            vals += list(v * scale)
-        return Measurement(tuple(vals), unit="seeds" if len(settings) == 1 else "runs")
-
-    return compute
-
-
-def first_order_ratio(dataset: str):
-    """Per seed: the robust reference's median first-order distance q / ||grad_x q|| over
-    the 2-class net's, i.e. the 2-class net's input-gradient norm per unit margin relative to
-    the robust net's (medians over the test points both classify correctly)."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        df = src["margin_gradient"]
-        if "dataset" in df:
-            df = df[df["dataset"] == dataset]
-        fo = {}
-        for label in (BINARY, REFERENCE):
-            sel = df[df["label"] == label].set_index("seed")["first_order.median"]
-            if sel.empty:
-                raise NotRun(f"no {label} rows in the margin-gradient summary")
-            if sel.index.duplicated().any():
-                raise ValueError(f"several {label} rows per seed")
-            fo[label] = sel
-        seeds = fo[BINARY].index.intersection(fo[REFERENCE].index)
-        if seeds.empty:
-            raise NotRun("no seed with both a 2-class and a reference net")
-        return Measurement(tuple(fo[REFERENCE][seeds] / fo[BINARY][seeds]))
-
-    return compute
+__all__ = ["SOURCES", "claims"]  # what the ledger reads (ibrobust.ledger.table)
 
 
 # ---- where the claims come from (Li, Pan, Lyu, Li, ICLR 2025: slides and ITCS 2024 talk) ----
@@ -300,9 +62,15 @@ def claims(ctx: StudyContext) -> list[Claim]:
     cfg = ctx.config
     cells = [dict(model=m, optimizer=o) for m in cfg["models"] for o in cfg["optimizers"]]
     for ds in cfg["datasets"]:
-        d, k = _dk(ctx, ds)
+        d, k = d_and_k(ctx, ds)
         tag = f"{ds} (d={d}, k={k})"
-        per = _radius_claims(ds, tag, k) + _feature_claims(ds, tag, k)
+        per = [
+            *_radius_claims(ds, tag, k),
+            _reference_claim(ds, tag, k),
+            *_feature_claims(ds, tag, k),
+            *_coefficient_claims(ds, tag, k),
+            *_geometry_claims(ds, tag, k),
+        ]
         for ro in readouts_of(ctx):
             per.append(_readout_claim(ds, f"{tag}, readout {ro}", ro, k))
         per.append(_gradient_claim(ds, tag, k))
@@ -371,36 +139,39 @@ def _radius_claims(ds: str, tag: str, k: int) -> list[Claim]:
             ),
             compute=universal_over_theory(ds),
         ),
-        Claim(
-            id="fa.reference_radius",
-            setting=tag,
-            claim="A robust network exists (one neuron per cluster, bias filtering the noise) "
-            "with a radius of order sqrt(d).",
-            citation=_cite(
-                "slides 'There Exists the Robust Solution!'",
-                "Indeed, it is easy to show a robust solution exists with **robust radius** "
-                "$O(\\sqrt{d})$:",
-                scope="an explicit construction (no training): one neuron per cluster, biases "
-                "filtering intra- and inter-cluster noise",
-            ),
-            derivation="Strong (P2, the construction's constant): the reference is the slides' "
-            "f_robust with bias beta ||mu||^2, beta = 1/2 (config robust_reference); a point "
-            "leaves its neuron's active region after moving (1 - beta) ||mu|| = sqrt(d)/2 less "
-            "the noise's projection on mu_j (|<mu_j/||mu||, xi>| <= 3 sigma = 3), i.e. "
-            "(sqrt(1000)/2 - 3)/sqrt(1000) = 0.405 at d = 1000: >= 0.4 x sqrt(d). Weak (the "
-            "same direction: robust beyond the averaging net's order): >= sqrt(d/k)/sqrt(d) "
-            f"= 1/sqrt(k) = {1 / math.sqrt(k):.3f}.",
-            paper="robust radius of order sqrt(d) (construction)",
-            measure="critical_radius.worst of the hand-built reference net / sqrt(d), "
-            "per seed (NaN = robust on the whole grid: the grid's top, a lower bound)",
-            rule=at_least("critical radius / sqrt(d)", 0.4, round(1 / math.sqrt(k), 3)),
-            compute=reference_over_sqrt_d(ds),
-        ),
     ]
 
 
+def _reference_claim(ds: str, tag: str, k: int) -> Claim:
+    return Claim(
+        id="fa.reference_radius",
+        setting=tag,
+        claim="A robust network exists (one neuron per cluster, bias filtering the noise) "
+        "with a radius of order sqrt(d).",
+        citation=_cite(
+            "slides 'There Exists the Robust Solution!'",
+            "Indeed, it is easy to show a robust solution exists with **robust radius** "
+            "$O(\\sqrt{d})$:",
+            scope="an explicit construction (no training): one neuron per cluster, biases "
+            "filtering intra- and inter-cluster noise",
+        ),
+        derivation="Strong (P2, the construction's constant): the reference is the slides' "
+        "f_robust with bias beta ||mu||^2, beta = 1/2 (config robust_reference); a point "
+        "leaves its neuron's active region after moving (1 - beta) ||mu|| = sqrt(d)/2 less "
+        "the noise's projection on mu_j (|<mu_j/||mu||, xi>| <= 3 sigma = 3), i.e. "
+        "(sqrt(1000)/2 - 3)/sqrt(1000) = 0.405 at d = 1000: >= 0.4 x sqrt(d). Weak (the "
+        "same direction: robust beyond the averaging net's order): >= sqrt(d/k)/sqrt(d) "
+        f"= 1/sqrt(k) = {1 / math.sqrt(k):.3f}.",
+        paper="robust radius of order sqrt(d) (construction)",
+        measure="critical_radius.worst of the hand-built reference net / sqrt(d), "
+        "per seed (NaN = robust on the whole grid: the grid's top, a lower bound)",
+        rule=at_least("critical radius / sqrt(d)", 0.4, round(1 / math.sqrt(k), 3)),
+        compute=reference_over_sqrt_d(ds),
+    )
+
+
 def _feature_claims(ds: str, tag: str, k: int) -> list[Claim]:
-    block = 1 / math.sqrt(k / 2)
+    """The 2-class net's clean accuracy and its same-class averaging."""
     return [
         Claim(
             id="fa.clean_accuracy",
@@ -442,6 +213,12 @@ def _feature_claims(ds: str, tag: str, k: int) -> list[Claim]:
             rule=at_least("fa_index", 0.9, 0.5),
             compute=column_of(ds, (BINARY,), "fa_index"),
         ),
+    ]
+
+
+def _coefficient_claims(ds: str, tag: str, k: int) -> list[Claim]:
+    """The other class's coefficients (2-class) and the k-class net's decoupling."""
+    return [
         Claim(
             id="fa.other_class_small",
             setting=tag,
@@ -482,6 +259,13 @@ def _feature_claims(ds: str, tag: str, k: int) -> list[Claim]:
             rule=at_most("fa_index", 0.1, 0.5),
             compute=column_of(ds, (MULTICLASS,), "fa_index"),
         ),
+    ]
+
+
+def _geometry_claims(ds: str, tag: str, k: int) -> list[Claim]:
+    """The 2-class cosine blocks and the span of GD's weights."""
+    block = 1 / math.sqrt(k / 2)
+    return [
         Claim(
             id="fa.cosine_blocks",
             setting=tag,

@@ -25,7 +25,7 @@ TOL = 0.10  # docs/studies/README.md, rule P2: the theory's constant +-10 %
 
 def scaling_slope(setting: str, key: str = "k"):
     """The least-squares slope of log(critical radius) on log(``key``) over the sweep, common
-    to the seeds (an intercept per seed; :func:`ibrobust.claims.core.pooled_slope`). Values
+    to the seeds (an intercept per seed; :func:`ibrobust.claims.measurement.pooled_slope`). Values
     never falling to 50 % on the grid are left out; 2-class nets have one score, so any
     readout's rows serve."""
 

@@ -134,33 +134,8 @@ def claims(ctx: StudyContext) -> list[Claim]:
             continue
         for eps, paper in PAPER_ROBUST_ACC[task].items():
             gap = paper[MULTICLASS] - paper[BINARY]
-            prec = READING_PRECISION[task][eps]
-            spread = prec[MULTICLASS] + prec[BINARY]
             for ro in readouts_of(ctx):
-                if ro == PAPER_READOUT and paper_architecture(ctx):
-                    strong = round(gap - spread, 4)
-                    derivation = (
-                        f"Strong (P1, the figure within its reading): {paper[MULTICLASS]:.3f} - "
-                        f"{paper[BINARY]:.3f} = {gap:+.3f}, each value read to +-{prec[MULTICLASS]:g} "
-                        f"/ +-{prec[BINARY]:g}, so >= {strong}. Weak (the same direction): > 0. "
-                        "The paper's net is ResNet-18 on the full sets; ours is a small CNN on a "
-                        "subset (docs/studies/fa_images.md)."
-                    )
-                elif ro == PAPER_READOUT:
-                    strong = 0.0
-                    derivation = (
-                        f"The figure's numbers ({paper[MULTICLASS]:.3f} - {paper[BINARY]:.3f} = "
-                        f"{gap:+.3f}) are ResNet-18's on the full sets; the study trains another "
-                        "architecture, so they do not transfer: strong = weak (P5, the "
-                        "direction): > 0. With ResNet-18 (a paper-scale overlay) the strong "
-                        "region is the figure within its reading."
-                    )
-                else:
-                    strong = 0.0
-                    derivation = (
-                        "The figure's binary classifier is the sum readout's; for this readout "
-                        "the source gives no number: strong = weak (P5, the direction): > 0."
-                    )
+                strong, derivation = _rule_of(ctx, ro, paper, READING_PRECISION[task][eps])
                 out.append(
                     Claim(
                         id=f"fa_images.{task}@{eps:g}",
@@ -187,3 +162,38 @@ def claims(ctx: StudyContext) -> list[Claim]:
                     )
                 )
     return out
+
+
+def _rule_of(
+    ctx: StudyContext, ro: str, paper: Mapping[str, float], prec: Mapping[str, float]
+) -> tuple[float, str]:
+    """A readout's strong threshold and its derivation, from the figure's robust accuracies
+    ``paper`` and their reading precision ``prec`` (by supervision): the figure within its
+    reading for the paper's readout and architecture, else the direction only."""
+    gap = paper[MULTICLASS] - paper[BINARY]
+    spread = prec[MULTICLASS] + prec[BINARY]
+    if ro == PAPER_READOUT and paper_architecture(ctx):
+        strong = round(gap - spread, 4)
+        derivation = (
+            f"Strong (P1, the figure within its reading): {paper[MULTICLASS]:.3f} - "
+            f"{paper[BINARY]:.3f} = {gap:+.3f}, each value read to +-{prec[MULTICLASS]:g} "
+            f"/ +-{prec[BINARY]:g}, so >= {strong}. Weak (the same direction): > 0. "
+            "The paper's net is ResNet-18 on the full sets; ours is a small CNN on a "
+            "subset (docs/studies/fa_images.md)."
+        )
+    elif ro == PAPER_READOUT:
+        strong = 0.0
+        derivation = (
+            f"The figure's numbers ({paper[MULTICLASS]:.3f} - {paper[BINARY]:.3f} = "
+            f"{gap:+.3f}) are ResNet-18's on the full sets; the study trains another "
+            "architecture, so they do not transfer: strong = weak (P5, the "
+            "direction): > 0. With ResNet-18 (a paper-scale overlay) the strong "
+            "region is the figure within its reading."
+        )
+    else:
+        strong = 0.0
+        derivation = (
+            "The figure's binary classifier is the sum readout's; for this readout "
+            "the source gives no number: strong = weak (P5, the direction): > 0."
+        )
+    return strong, derivation

@@ -237,10 +237,21 @@ def robust_area(split: str):
             m = pooled_slope(xs, ys, groups, "(checkpoint, run) pairs", group_name="run")
             return replace(m, points=points)
         x, capped = next(iter(per_run.values()))
-        slope = float(np.polyfit(x, capped.mean(axis=1), 1)[0])
+        dx = x - x.mean()
+        sxx = float(dx @ dx)
+        if sxx == 0:
+            raise NotRun("the run's checkpoints share one train loss: no slope")
+
+        def slope_of(y: np.ndarray) -> float:
+            # the least-squares slope, sum dx (y - y[0]) / Sxx (= sum dx (y - mean y) / Sxx as
+            # sum dx = 0): a flat y gives 0 exactly, where np.polyfit gave +-1e-16, which the
+            # strict "> 0" read as a rise
+            return float(dx @ (y - y[0]) / sxx)
+
+        slope = slope_of(capped.mean(axis=1))
         rng = np.random.default_rng(0)
         idx = rng.integers(0, capped.shape[1], size=(2000, capped.shape[1]))
-        boots = np.array([np.polyfit(x, capped[:, i].mean(axis=1), 1)[0] for i in idx])
+        boots = np.array([slope_of(capped[:, i].mean(axis=1)) for i in idx])
 
         def iv(level: float) -> Interval:
             a = (1 - level) / 2

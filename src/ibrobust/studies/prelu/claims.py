@@ -1,192 +1,27 @@
 """Claims of Study PRELU (Min & Vidal, ICML 2024; docs/studies/prelu.md, "Claims"), kind
-``prelu``.
-
-Synthetic half: ``results/<study>/figures/summary.csv``
-(:func:`ibrobust.studies.prelu.tables.synthetic_summary`, one row per run and seed), judged at
-the study's figure noise level. MNIST half: ``table1.csv``
-(:func:`ibrobust.studies.prelu.tables.table1`, one row per model and Table-1 column with the
-mean and std over seeds). The column mapping is :data:`SOURCES` and the constants below.
+``prelu``: the catalog (each claim's quote, source, rule and its derivation). What each claim
+measures, and the files it reads (:data:`SOURCES`), is :mod:`ibrobust.studies.prelu.measures`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from functools import partial
-
-import pandas as pd
 
 from ibrobust.claims.citations import MIN_VIDAL_2024, Citation
-from ibrobust.claims.core import (
-    Claim,
-    Column,
-    Measurement,
-    NotRun,
-    Source,
-    StudyContext,
-    at_least,
-    at_most,
-    between,
+from ibrobust.claims.core import Claim, StudyContext, at_least, at_most, between
+from ibrobust.studies.prelu.measures import (
+    SOURCES,
+    column,
+    figure_alpha,
+    k_of,
+    parity_gap,
+    radius_over,
+    table1_gap,
 )
-from ibrobust.claims.intervals import newcombe
 from ibrobust.studies.prelu.radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
 from ibrobust.studies.prelu.tables import PAPER_TABLE1, TABLE1_COLUMNS, column_name
 
-RADIUS = "critical_radius"  # 50 % point of the worst case over attacks; NaN: off the grid
-SOURCES: dict[str, Source] = {
-    "summary": Source(
-        path="figures/summary.csv",
-        keys={"dataset": None, "supervision": None},
-        numeric=(
-            Column("seed", lo=0),
-            Column("p", lo=1),
-            Column("alpha", lo=0),
-            Column("clean_acc", lo=0, hi=1),
-            Column(RADIUS, lo=0, nan_ok=True),
-            Column("robust_acc@0.9sqrt(2)/2", lo=0, hi=1, nan_ok=True, required=False),
-            Column("frac_single", lo=0, hi=1, nan_ok=True),  # NaN: no active neuron
-            Column("frac_average", lo=0, hi=1, nan_ok=True),
-            Column("dist_F", lo=0, hi=1),
-            Column("dist_Fp", lo=0, hi=1),
-        ),
-        checks=(
-            lambda df: (
-                None
-                if ((df["frac_single"] + df["frac_average"] - 1).abs().fillna(0) < 1e-6).all()
-                else "columns 'frac_single' and 'frac_average' do not add up to 1"
-            ),
-        ),
-        built_by="the study's target (and the default target: the synthetic half)",
-    ),
-    "table1": Source(
-        path="figures/table1.csv",
-        keys={
-            "dataset": None,
-            "task": ("2-class", "10-class"),
-            "column": None,
-            "n_points": None,  # a number, or "full test split" (the clean column)
-        },
-        numeric=(
-            Column("p", lo=1, nan_ok=True),
-            Column("eps", lo=0),
-            Column("ours", lo=0, hi=1),
-            Column("ours_std", lo=0, hi=1),
-            Column("seeds", lo=1),
-        ),
-        built_by="`snakemake prelu --config data_root=DIR` (the MNIST half, not in the "
-        "default target)",
-    ),
-}
-
-
-def figure_alpha(ctx: StudyContext) -> float:
-    """The noise level the synthetic claims are judged at (the study's figure alpha; the
-    rule of rules/common.smk's prelu_labels when unset)."""
-    syn = ctx.config["synthetic"]
-    if syn.get("figure_alpha") is not None:
-        return float(syn["figure_alpha"])
-    alphas = sorted(float(a) for a in syn["alphas"])
-    return alphas[(len(alphas) - 1) // 2]
-
-
-def k_of(ctx: StudyContext) -> int:
-    return int(ctx.datasets[ctx.config["synthetic"]["dataset"]]["k"])
-
-
-def _runs(df: pd.DataFrame, ctx: StudyContext, p: float) -> pd.DataFrame:
-    a = figure_alpha(ctx)
-    sel = df[((df["alpha"] - a).abs() < 1e-9) & ((df["p"] - p).abs() < 1e-9)]
-    sel = sel[sel["supervision"] == "binary"]
-    if sel.empty:
-        raise NotRun(f"no binary p={p:g} run at alpha={a:g} in the summary")
-    return sel
-
-
-def radius_over(p: float, reference):
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        sel = _runs(src["summary"], ctx, p)
-        top = max(float(r) for r in ctx.config["synthetic"]["radii"])
-        r = sel[RADIUS].fillna(top)
-        return Measurement(
-            tuple(r / reference(ctx)),
-            lower_bound=bool(sel[RADIUS].isna().any()),
-            points=ctx.config["synthetic"].get("attack_points"),
-        )
-
-    return compute
-
-
-def column(p: float, col: str):
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        if col not in src["summary"]:  # an optional column (SOURCES): a summary from before it
-            raise NotRun(f"the summary has no {col!r} (written before the claim read it)")
-        v = _runs(src["summary"], ctx, p)[col]
-        if v.isna().any():
-            raise ValueError(f"column {col!r} is NaN for a p={p:g} run")
-        return Measurement(tuple(v))
-
-    return compute
-
-
-def table1_gap(norm: str, eps: float):
-    """Ours: robust accuracy of the p=4 minus the p=1 10-class net at a Table-1 column: per
-    seed (t interval over seeds) with several seeds; with one seed, Newcombe's interval of
-    the difference of two accuracies over the attacked points (unpaired, so conservative:
-    the two nets' errors on the same points correlate)."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        t = src["table1"]
-        t = t[(t["task"] == "10-class") & (t["column"] == column_name(norm, eps))]
-        by_p = {}
-        for p in (1, 4):
-            row = t[(t["p"] - p).abs() < 1e-9]
-            if row.empty:
-                raise NotRun(f"no 10-class p={p} row for {column_name(norm, eps)}")
-            if len(row) > 1:
-                raise ValueError(f"{len(row)} 10-class p={p} rows for {column_name(norm, eps)}")
-            by_p[p] = row.iloc[0]
-        hi, lo = by_p[4], by_p[1]
-        note = f"p=4 {hi['ours']:.3f} vs p=1 {lo['ours']:.3f}"
-        points = int(min(float(hi["n_points"]), float(lo["n_points"])))  # robust columns
-        a, b = _seed_values(hi), _seed_values(lo)
-        if len(a) != len(b):
-            raise ValueError(f"{len(a)} p=4 seeds but {len(b)} p=1 seeds")
-        diffs = tuple(x - y for x, y in zip(a, b, strict=True))
-        if len(diffs) > 1:
-            return Measurement(diffs, note=note, points=points)
-        iv = partial(newcombe, float(hi["ours"]), points, float(lo["ours"]), points)
-        return Measurement(diffs, note=note, points=points, interval=iv)
-
-    return compute
-
-
-def parity_gap(norm: str, eps: float):
-    """Ours on the 2-class (parity) task: robust accuracy of the p=4 minus the p=1 net at a
-    Table-1 column (as :func:`table1_gap`)."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        t = src["table1"]
-        t = t[(t["task"] == "2-class") & (t["column"] == column_name(norm, eps))]
-        by_p = {}
-        for p in (1, 4):
-            row = t[(t["p"] - p).abs() < 1e-9]
-            if row.empty:
-                raise NotRun(f"no 2-class p={p} row for {column_name(norm, eps)}")
-            by_p[p] = row.iloc[0]
-        hi, lo = by_p[4], by_p[1]
-        points = int(min(float(hi["n_points"]), float(lo["n_points"])))
-        diffs = tuple(x - y for x, y in zip(_seed_values(hi), _seed_values(lo), strict=True))
-        note = f"p=4 {hi['ours']:.3f} vs p=1 {lo['ours']:.3f}"
-        if len(diffs) > 1:
-            return Measurement(diffs, note=note, points=points)
-        iv = partial(newcombe, float(hi["ours"]), points, float(lo["ours"]), points)
-        return Measurement(diffs, note=note, points=points, interval=iv)
-
-    return compute
-
-
-def _seed_values(row: pd.Series) -> list[float]:
-    return [float(v) for v in str(row["per_seed"]).split()]
+__all__ = ["SOURCES", "claims"]  # what the ledger reads (ibrobust.ledger.table)
 
 
 def _mnist(ctx: StudyContext) -> str | None:

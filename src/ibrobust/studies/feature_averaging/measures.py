@@ -1,0 +1,267 @@
+"""What the claims of Study FA measure (:mod:`ibrobust.studies.feature_averaging.claims`
+declares them): the files read and their column mapping (:data:`SOURCES`, the one place to
+adapt), the rows a claim selects, and per claim one value per seed. Our numbers come from
+``results/<study>/figures/summary.csv`` (one row per run, readout and seed; fa_index /
+residual_max only with two-layer nets) and ``critical_radius_scaling.csv``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from ibrobust.claims.core import (
+    Column,
+    Measurement,
+    NotApplicable,
+    NotRun,
+    Source,
+    StudyContext,
+    not_above,
+)
+from ibrobust.kinds import MODELS, OPTIMIZERS, trainer
+
+# ---- column mapping (summary.csv) ----
+SETTING = "setting"  # binary | multiclass | the reference's label
+BINARY, MULTICLASS = "binary", "multiclass"
+# the paper's hand-built robust net: its rows carry its kind's label (ibrobust.kinds.MODELS)
+REFERENCE = MODELS.capability("robust_reference", "label")
+GRAM_PATH = "gram_gd"  # the training path that keeps W(t) in W(0) + span{x_i} (kinds.TRAINERS)
+READOUT = "readout"  # optional: the binary readout of the row (absent: LEGACY_READOUT)
+LEGACY_READOUT = "sum"  # what the attack jobs used before readouts were a study list
+ATTACKS = ("pgd_margin", "pgd_ce", "universal")
+
+
+def radius_col(attack: str) -> str:
+    return f"critical_radius.{attack}"
+
+
+WORST = radius_col("worst")
+SOURCES: dict[str, Source] = {
+    "summary": Source(
+        path="figures/summary.csv",
+        keys={"dataset": None, SETTING: (BINARY, MULTICLASS, REFERENCE)},
+        numeric=(
+            Column("seed", lo=0),
+            Column("clean_acc", lo=0, hi=1),
+            Column(WORST, lo=0, nan_ok=True),  # NaN: never fell to 50 % on the grid
+            *(Column(radius_col(a), lo=0, nan_ok=True, required=False) for a in ATTACKS),
+            Column("fa_index", lo=0, hi=1, nan_ok=True, required=False),
+            Column("other_class_ratio", lo=0, nan_ok=True, required=False),
+            Column("residual_max", lo=0, nan_ok=True, required=False),
+            Column("cosine_same_class_mean", lo=-1, hi=1, nan_ok=True),
+        ),
+        checks=(not_above(WORST, [radius_col(a) for a in ATTACKS], nan_is_inf=True),),
+        built_by="the study's target (and the default target)",
+    ),
+    "scaling": Source(
+        path="figures/critical_radius_scaling.csv",
+        keys={"key": None, "label": (BINARY, MULTICLASS, REFERENCE), READOUT: None},
+        numeric=(
+            Column("seed", lo=0),
+            Column("d", lo=1),
+            Column("k", lo=2),
+            Column("critical_radius", lo=0, nan_ok=True),
+        ),
+        built_by="the study's target when the study has a scaling sweep",
+    ),
+    "margin_gradient": Source(
+        path="figures/margin_gradient_summary.csv",
+        keys={"label": (BINARY, MULTICLASS, REFERENCE), "readout": None},
+        numeric=(
+            Column("seed", lo=0),
+            Column("margin.median", lo=0),
+            Column("grad_norm.median", lo=0),
+            Column("first_order.median", lo=0),
+            Column("breaking_radius.median", lo=0),
+        ),
+        built_by="rule fa_margin_gradient (rules/margin_gradient.smk)",
+    ),
+}
+
+
+# ---- selections --------------------------------------------------------------------------
+def readouts_of(ctx: StudyContext) -> list[str]:
+    """The binary readouts the study evaluates (its ``readouts``; the legacy sum without)."""
+    return list(ctx.config.get("readouts") or [LEGACY_READOUT])
+
+
+def rows(df: pd.DataFrame, dataset: str, setting: str, readout: str | None = None) -> pd.DataFrame:
+    """Rows of one dataset and setting (and readout: binary nets and the reference net have
+    two heads or one, on which every readout is the same score, so any row serves)."""
+    sel = df[(df["dataset"] == dataset) & (df[SETTING] == setting)]
+    if READOUT in df and setting == MULTICLASS and readout is not None:
+        sel = sel[sel[READOUT] == readout]
+    elif READOUT in df:
+        sel = sel.drop_duplicates("seed")
+    elif readout is not None and readout != LEGACY_READOUT and setting == MULTICLASS:
+        raise NotRun(f"the summary has no {READOUT!r} column: only {LEGACY_READOUT!r} was run")
+    if sel.empty:
+        what = f"{setting}" + (f", readout {readout}" if readout else "")
+        raise NotRun(f"no {what} rows for {dataset} in the summary")
+    if sel["seed"].duplicated().any():
+        raise ValueError(f"{dataset} {setting}: several rows per seed {sorted(sel.seed)}")
+    return sel.set_index("seed").sort_index()
+
+
+def grid_max(ctx: StudyContext) -> float:
+    return float(max(ctx.config["radii"]))
+
+
+def radii(sel: pd.DataFrame, col: str, ctx: StudyContext) -> tuple[pd.Series, bool]:
+    """A critical-radius column with NaN (never fell to 50 %) replaced by the top of the
+    radius grid, and whether any was (the values are then lower bounds)."""
+    v = sel[col]
+    return v.fillna(grid_max(ctx)), bool(v.isna().any())
+
+
+def d_and_k(ctx: StudyContext, dataset: str) -> tuple[int, int]:
+    ds = ctx.datasets[dataset]
+    return int(ds["d"]), int(ds["k"])
+
+
+# ---- measurements --------------------------------------------------------------------------
+def points_of(ctx: StudyContext) -> int | None:
+    """Test points each seed's robustness is measured on (the study's attack_points)."""
+    return ctx.config.get("attack_points")
+
+
+def binary_over_theory(dataset: str):
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        d, k = d_and_k(ctx, dataset)
+        r, cens = radii(rows(src["summary"], dataset, BINARY), WORST, ctx)
+        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(ctx))
+
+    return compute
+
+
+def kclass_over_binary(dataset: str, readout: str):
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        b, cb = radii(rows(src["summary"], dataset, BINARY), WORST, ctx)
+        m, cm = radii(rows(src["summary"], dataset, MULTICLASS, readout), WORST, ctx)
+        seeds = b.index.intersection(m.index)
+        if seeds.empty:
+            raise NotRun(f"no seed with both a binary and a k-class run on {dataset}")
+        note = "2-class radius off the grid (ratio overstated)" if cb else ""
+        return Measurement(
+            tuple(m[seeds] / b[seeds]), lower_bound=cm and not cb, note=note, points=points_of(ctx)
+        )
+
+    return compute
+
+
+def reference_over_sqrt_d(dataset: str):
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        d, _ = d_and_k(ctx, dataset)
+        r, cens = radii(rows(src["summary"], dataset, REFERENCE), WORST, ctx)
+        return Measurement(tuple(r / math.sqrt(d)), lower_bound=cens, points=points_of(ctx))
+
+    return compute
+
+
+def universal_over_theory(dataset: str):
+    """Per seed: the 2-class net's critical radius under the universal direction alone over
+    sqrt(d/k)."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        d, k = d_and_k(ctx, dataset)
+        sel = rows(src["summary"], dataset, BINARY)
+        if radius_col("universal") not in sel:
+            raise NotRun("the universal-direction attack was not run")
+        r, cens = radii(sel, radius_col("universal"), ctx)
+        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(ctx))
+
+    return compute
+
+
+def clean_accuracy(dataset: str):
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        sel = rows(src["summary"], dataset, BINARY)
+        return Measurement(tuple(sel["clean_acc"]), points=points_of(ctx))
+
+    return compute
+
+
+def span_residual(dataset: str):
+    """The lambda decomposition's largest residual, on runs that train the weights
+    themselves: a run whose trainer keeps W(t) = W(0) + A(t) X (the GD kind's ``method:
+    gram``) is in the span by construction, so the claim is not applicable to it."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        d, k = d_and_k(ctx, dataset)
+        n = int(ctx.datasets[dataset].get("n_train", 0))
+        if n + k >= d:
+            raise NotApplicable(
+                f"the features and the training noises (k + n = {k + n} vectors in d = {d} "
+                "dimensions) span the whole input space, so every weight vector is in their "
+                "span: a study with n + k < d tests the lemma"
+            )
+        gram = [o for o in ctx.config["optimizers"] if _gram(ctx, o)]
+        if gram:
+            raise NotApplicable(
+                f"optimizer {gram[0]!r} trains in the span of the inputs by construction "
+                "(method: gram keeps W(t) = W(0) + A(t) X), so the residual is 0 up to "
+                "rounding whatever GD does; a study whose GD uses method: direct tests the "
+                "lemma"
+            )
+        return column_of(dataset, (BINARY, MULTICLASS), "residual_max")(src, ctx)
+
+    return compute
+
+
+def _gram(ctx: StudyContext, optimizer: str) -> bool:
+    """Whether a net of the study trains with ``optimizer`` on the Gram-space GD path with
+    ``method: gram`` (:func:`ibrobust.kinds.trainer`; sign descent or another norm trains by
+    autograd whatever its ``method`` says)."""
+    opt = ctx.optimizers.get(optimizer, {})
+    return any(
+        trainer(ctx.models[m], opt) == GRAM_PATH and OPTIMIZERS.setting(opt, "method") == "gram"
+        for m in ctx.config["models"]
+        if m in ctx.models
+    )
+
+
+def column_of(dataset: str, settings: tuple[str, ...], col: str, scale: float = 1.0):
+    """``col`` x ``scale`` of every run of the ``settings`` (one value per run)."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        vals: list[float] = []
+        if col not in src["summary"]:
+            raise NotRun(f"the summary has no {col!r} (no two-layer net: no lambda decomposition)")
+        if src["summary"][col].isna().all():
+            raise NotRun(f"column {col!r} is empty (no lambda decomposition of these runs)")
+        for setting in settings:
+            v = rows(src["summary"], dataset, setting)[col]
+            if v.isna().any():
+                raise ValueError(f"column {col!r} is NaN for a {setting} run on {dataset}")
+            vals += list(v * scale)
+        return Measurement(tuple(vals), unit="seeds" if len(settings) == 1 else "runs")
+
+    return compute
+
+
+def first_order_ratio(dataset: str):
+    """Per seed: the robust reference's median first-order distance q / ||grad_x q|| over
+    the 2-class net's, i.e. the 2-class net's input-gradient norm per unit margin relative to
+    the robust net's (medians over the test points both classify correctly)."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        df = src["margin_gradient"]
+        if "dataset" in df:
+            df = df[df["dataset"] == dataset]
+        fo = {}
+        for label in (BINARY, REFERENCE):
+            sel = df[df["label"] == label].set_index("seed")["first_order.median"]
+            if sel.empty:
+                raise NotRun(f"no {label} rows in the margin-gradient summary")
+            if sel.index.duplicated().any():
+                raise ValueError(f"several {label} rows per seed")
+            fo[label] = sel
+        seeds = fo[BINARY].index.intersection(fo[REFERENCE].index)
+        if seeds.empty:
+            raise NotRun("no seed with both a 2-class and a reference net")
+        return Measurement(tuple(fo[REFERENCE][seeds] / fo[BINARY][seeds]))
+
+    return compute
