@@ -17,7 +17,7 @@ gathered as workflow_scripts/fa_images_figures.py gathers them
 (``summary.csv``). PRELU: :func:`ibrobust.studies.prelu.tables.synthetic_summary` and
 :func:`ibrobust.studies.prelu.tables.table1`. PRICE-NN: ``cells.csv`` with the columns
 declared in :data:`ibrobust.studies.price_nn.claims.SOURCES` (one row per arch, n, eps and
-seed; ``gd_*`` / ``sd_*`` side by side). MARGIN: workflow_scripts/margin_summary.py's steps
+seed; ``gd_*`` / ``sd_*`` side by side). MARGIN: workflow_scripts/margin_figures.py's steps
 on hand-made per-run history, checkpoints and points tables (``summary.csv``,
 ``points.csv``), plus the columns :mod:`ibrobust.studies.margin.claims` declares for the
 summary (``schedule``, ``kkt_residual``, ``homogeneity``, ``loss_rate_*``, ``norm_rate_*``)
@@ -572,7 +572,7 @@ PRICE_NN = ("price_nn", "figures/cells.csv")
 # ---- Study MARGIN --------------------------------------------------------------------------------
 MARGIN_CHECKPOINTS = (("model-1", 2), ("final", 5))  # (name, epoch) of each checkpoint
 LOSS_BASED, CONSTANT = "loss_based", "constant"  # the runs' schedules (margin/claims.py)
-# columns the claims read beyond margin_summary.py's (NaN where a run does not compute them)
+# columns the claims read beyond margin_figures.py's (NaN where a run does not compute them)
 MARGIN_EXTRA = ("kkt_residual", "homogeneity", "loss_rate_slope", "loss_rate_theory",
                 "norm_rate_slope", "norm_rate_theory")  # fmt: skip
 
@@ -656,7 +656,7 @@ def margin_history(
 
 
 def margin_outputs(runs: Mapping[str, tuple], radii: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(summary.csv, points.csv) as workflow_scripts/margin_summary.py writes them from each
+    """(summary.csv, points.csv) as workflow_scripts/margin_figures.py writes them from each
     run's (history, checkpoints, points) tables, plus the columns the claims declare:
     ``schedule`` (default loss_based) and :data:`MARGIN_EXTRA` (NaN unless given). A run's
     tuple may end with a dict of those values (a scalar for the run, or a list with one
@@ -679,6 +679,72 @@ def margin_outputs(runs: Mapping[str, tuple], radii: Mapping) -> tuple[pd.DataFr
             all_finite=float(mr.all_finite(hist)),
             **extra,
         )
+    return mr.summary_table(tables), pd.concat(all_points, ignore_index=True)
+
+
+def margin_kkt(cks: pd.DataFrame, residuals: Sequence[float] | None = None, degree: int = 4):
+    """One run's kkt.csv (workflow_scripts/margin_kkt.py): per checkpoint its KKT residual
+    (default: falling tenfold from the first checkpoint to the last) and the net's degree."""
+    r = np.geomspace(0.5, 0.05, len(cks)) if residuals is None else np.asarray(residuals, float)
+    return pd.DataFrame(
+        {"name": cks["name"], "epoch": cks["epoch"], "kkt_residual": r, "homogeneity": degree}
+    )
+
+
+def margin_flow_history(
+    a: float | None = None,
+    degree: int = 4,
+    steps: int = 20000,
+    lr: float = 0.1,
+    log_every: int = 10,
+    fit_step: int = 100,
+    dips: Sequence[int] = (),
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(history.csv, checkpoints.csv) of a constant-step run (ibrobust.training.margin.train_flow
+    columns) on the flow's rates exactly: from ``fit_step`` on, L(t) = 1 / (t (ln t)^a) (a =
+    2 - 2/L by default: the theorem's) and rho^L = ln(1/L) = ln t + a ln ln t (the smoothed
+    margin's relation at gamma~ = 1) at t = step x lr; before it the data is not fit. The smoothed margin rises, except one decrease of 1e-6 (relative)
+    at each logged step of ``dips``. Checkpoints: ``separated`` at the fit, ``final``."""
+    a = 2.0 - 2.0 / degree if a is None else a
+    step = np.arange(0, steps + 1, log_every)
+    t = step * lr
+    fit = step >= fit_step
+    ln_t = np.log(np.where(fit & (t > np.e), t, np.e))  # (ln t >= 1: finite where t <= e)
+    ln_loss = np.where(fit, -ln_t - a * np.log(ln_t), math.log(math.log(10.0)))
+    sm = np.where(fit, 1e-3 * (1.0 - 1.0 / ln_t), -1.0)
+    for d in dips:
+        sm[d] = sm[d - 1] * (1 - 1e-6)
+    rho = np.where(fit, -ln_loss, 1.0) ** (1.0 / degree)  # ln t + a ln ln t > 0 (t >= e)
+    nm = np.where(fit, sm * 1.01, -0.5)
+    hist = pd.DataFrame(
+        {
+            "epoch": step, "log10_train_loss": ln_loss / math.log(10.0), "q_min": nm * rho**degree,
+            "rho": rho, "normalized_margin": nm, "smoothed_normalized_margin": sm,
+            "train_acc": np.where(fit, 1.0, 0.5), "test_acc": np.where(fit, 0.9, 0.5),
+            "log10_eta": math.log10(lr), "seconds": step * 1e-3, "time": t,
+        }
+    )  # fmt: skip
+    cks = pd.DataFrame([dict(name="separated", epoch=int(step[fit][0])),
+                        dict(name="final", epoch=int(step[-1]))])  # fmt: skip
+    return hist, cks
+
+
+def margin_summary_outputs(
+    runs: Mapping[str, tuple], radii: Mapping, constant: Mapping[str, tuple] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summary.csv, points.csv) exactly as workflow_scripts/margin_figures.py writes them
+    (:func:`ibrobust.studies.margin.tables.run_table` per run) from each loss-based run's
+    (history, checkpoints, points[, kkt]) tables and each constant-step run's (history,
+    checkpoints[, kkt]) (``constant``, keyed by the same run labels); kkt defaults to
+    :func:`margin_kkt`; ``radii``: the study's robustness radii."""
+    tables, all_points = {}, []
+    for run, (hist, cks, pts, *kkt) in runs.items():
+        all_points.append(pts.assign(run=run))
+        k = kkt[0] if kkt else margin_kkt(cks)
+        tables[(run, "loss_based")] = mr.run_table(hist, cks, pts, k, radii)[0]
+    for run, (hist, cks, *kkt) in (constant or {}).items():
+        k = kkt[0] if kkt else margin_kkt(cks)
+        tables[(run, "constant")] = mr.run_table(hist, cks, None, k, radii, "constant")[0]
     return mr.summary_table(tables), pd.concat(all_points, ignore_index=True)
 
 

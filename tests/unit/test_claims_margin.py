@@ -86,8 +86,10 @@ def run(
 
 
 def small(**flow) -> dict:
-    """config.yaml with margin_small enabled (and ``training.flow`` when given)."""
+    """config.yaml with margin_small enabled, its ``training.flow`` the one given (none when
+    not given: config.yaml's own constant-step arm is dropped)."""
     cfg = default_config(margin_small=True)
+    cfg["studies"][SMALL]["training"].pop("flow", None)
     if flow:
         cfg["studies"][SMALL]["training"]["flow"] = flow
     return cfg

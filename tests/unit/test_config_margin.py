@@ -12,6 +12,7 @@ import yaml
 from config_helpers import assert_rejected, bad_cases, merged
 
 from ibrobust.config import load_schema, validate_config
+from ibrobust.studies import margin as study
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema(REPO / "schemas" / "config.schema.yaml")
@@ -50,6 +51,12 @@ BAD = [
     ("alpha-negative", _tr(alpha=-0.1), f"{W}.training.alpha", "> 0"),
     ("alpha-nan", _tr(alpha=float("nan")), f"{W}.training.alpha", "finite"),
     ("dtype-enum", _tr(dtype="float16"), f"{W}.training.dtype", "'float16' is not one of"),
+    ("flow-lr-zero", _tr(flow={"lr": 0.0}), f"{W}.training.flow.lr", "less than or equal to the minimum"),
+    ("flow-lr-text", _tr(flow={"lr": "big"}), f"{W}.training.flow.lr", "is not of type 'number'"),
+    ("flow-lr-missing", _tr(flow={"epochs": 10}), f"{W}.training.flow.lr", "'lr' is a required property"),
+    ("flow-epochs-zero", _tr(flow={"lr": 0.1, "epochs": 0}), f"{W}.training.flow.epochs", "less than the minimum"),
+    ("flow-log-every-float", _tr(flow={"lr": 0.1, "log_every": 2.5}), f"{W}.training.flow.log_every", "where an integer is meant"),
+    ("flow-unknown-key", _tr(flow={"lr": 0.1, "batch_size": 5}), f"{W}.training.flow.batch_size", "unknown key"),
     ("biased-cnn", {"studies": {"margin": {"models": ["cnn_small"]}}}, f"{W}.models[0]", "not homogeneous"),
     ("prelu-net", {"studies": {"margin": {"models": ["prelu_mnist_p1"]}}}, f"{W}.models[0]", "not homogeneous"),
     ("bisection-too-many", {"studies": {"margin": {"robustness": {"attack_points": 5, "bisection_points": 6}}}}, f"{W}.robustness.bisection_points", "exceeds"),
@@ -62,3 +69,23 @@ BAD = [
 @pytest.mark.parametrize("overlay,key,fragment", bad_cases(BAD))
 def test_bad_margin_config_is_refused_naming_the_key(overlay, key, fragment):
     assert_rejected(merged(BASE, overlay), SCHEMA, key, fragment)
+
+
+# ---------------------------------------------------------------- planning
+
+
+def test_margin_small_trains_a_constant_step_run_per_seed_in_the_loss_based_dtype():
+    cfg = validate_config(BASE, SCHEMA)
+    st = cfg["studies"]["margin_small"]
+    assert study.has_flow(st) and not study.has_flow(cfg["studies"]["margin"])
+    fl = study.flow(cfg, st, "margin_cnn_small")
+    assert fl["lr"] > 0 and fl["dtype"] == st["training"]["dtype"] == "float64"
+    assert "flow" not in study.training(cfg, st, "margin_cnn_small")  # loss-based params
+    files = study.figures_inputs("margin_small", st)
+    assert len(files["flow_history"]) == len(st["seeds"]) == len(files["history"])
+    assert files["flow_kkt"][0].endswith("seed0/constant/kkt.csv")
+    out = study.outputs(cfg, "margin_small", True)
+    assert "results/margin_small/figures/schedules.csv" in out
+    assert not any(f.endswith("schedules.csv") for f in study.outputs(cfg, "margin", True))
+    with pytest.raises(ValueError, match="training.flow"):
+        study.flow(cfg, cfg["studies"]["margin"], "margin_cnn_small")

@@ -9,11 +9,19 @@ import math
 
 import pandas as pd
 import pytest
-from claims_fixtures import MARGIN_CHECKPOINTS, margin_history, margin_outputs, margin_points
+from claims_fixtures import (
+    MARGIN_CHECKPOINTS,
+    history_table,
+    margin_flow_history,
+    margin_history,
+    margin_outputs,
+    margin_points,
+    margin_summary_outputs,
+)
 
-from ibrobust.claims.core import NotApplicable, NotRun, StudyContext
+from ibrobust.claims.core import NotApplicable, NotRun, StudyContext, load_source
 from ibrobust.studies.margin import tables as mr
-from ibrobust.studies.margin.claims import claims
+from ibrobust.studies.margin.claims import SOURCES, claims
 from ibrobust.studies.margin.plots import checkpoint_marks
 from ibrobust.studies.margin.tables import robust_curves
 
@@ -127,7 +135,7 @@ def test_robust_curves_use_the_distance_and_skip_unattacked_norms():
 
 
 def test_claims_on_the_summary_and_points_of_two_runs():
-    """Every MARGIN claim that reads the summary and points tables margin_summary.py writes
+    """Every MARGIN claim that reads the summary and points tables margin_figures.py writes
     computes from them, or says why it cannot (the verdicts themselves:
     tests/unit/test_claims_margin.py)."""
     runs = {}
@@ -171,6 +179,80 @@ def test_claims_on_the_summary_and_points_of_two_runs():
     bad = {"summary": summary.assign(all_finite=[0.0, 0.0, 1.0, 1.0])}
     m = claims(ctx)[0].compute(bad, ctx)
     assert m.values == (0.0, -310.0) and "non-finite" in m.note
+
+
+LOSSES = [0.0, -4.0, -10.0, -14.0, -17.0, -20.0]  # log10 L per epoch 0..5
+NORMALIZED = [-1.0, -0.1, 1e-3, 1.5e-3, 2e-3]  # epochs 0..4 (margin_history's)
+
+
+def test_claims_on_the_outputs_of_both_schedules(tmp_path):
+    """Every MARGIN claim computes from the tables margin_figures.py writes (run_table and
+    schedules_table, not hand-added columns), the constant-step runs and schedules.csv
+    included, and each file passes the ledger's column checks (the verdicts themselves:
+    tests/unit/test_claims_margin.py)."""
+    runs, constant, hists = {}, {}, ({}, {})
+    for seed, last in ((0, 6), (1, 8)):
+        # the checkpoints (epochs 2, 5) at log10 L -10 and -20: both in the models 1-4 window
+        hist, cks = history_table(range(6), LOSSES, NORMALIZED[:5] + [1e-3 * (2.0 + seed)],
+                                  margin_history()[0]["smoothed_normalized_margin"])  # fmt: skip
+        d = {(c, sp): [2.0] * (4 if c == "model-1" else last) + [1.0] * (10 - (4 if c == "model-1" else last))
+             for c, _ in MARGIN_CHECKPOINTS for sp in ("train", "test")}  # fmt: skip
+        runs[f"r{seed}"] = (hist, cks, margin_points(d))
+        constant[f"r{seed}"] = margin_flow_history(steps=20000, dips=(500,) * seed)
+        hists[0][f"r{seed}"], hists[1][f"r{seed}"] = hist, constant[f"r{seed}"][0]
+    radii = {"l2": [0.0, 1.0, 1.5, 2.0], "linf": [0.0, 0.1]}
+    summary, points = margin_summary_outputs(runs, radii, constant)
+    assert {"cert_frac_holding", "train_robust_l2", "test_eps_l2"} <= set(summary.columns)
+    assert {"schedule", "kkt_residual", "homogeneity", *mr.RATE_COLUMNS} <= set(summary.columns)
+    assert not any(c.startswith("cc_") for c in summary.columns)
+    ctx = StudyContext("margin", {"robustness": {"attack_points": 10, "radii": radii}})
+    src = {"summary": summary, "points": points, "schedules": mr.schedules_table(*hists)}
+    for name, df in src.items():  # each file passes its source's column checks (the ledger's)
+        path = tmp_path / f"{name}.csv"
+        df.to_csv(path, index=False)
+        load_source(path, SOURCES[name])
+    got = {}
+    for c in claims(ctx):
+        try:
+            got[c.id] = c.compute({s: src[s] for s in c.sources}, ctx)
+        except NotRun:
+            got[c.id] = None
+    assert set(got) == {
+        "margin.epochs_to_threshold", "margin.loss_below_float64", "margin.normalized_grows", "margin.smoothed_monotone",
+        "margin.smoothed_monotone_sgd", "margin.loss_rate", "margin.norm_rate",
+        "margin.kkt_residual_falls", "margin.constant_lr_stalls", "margin.robust_rises_train",
+        "margin.robust_rises_test", "margin.certificate",
+    }  # fmt: skip
+    assert got["margin.loss_below_float64"].values == (-20.0, -20.0)
+    # epochs 2 and 5 at the table's -10 and -20 (38 and 107 epochs): the geometric mean
+    ratio = math.sqrt(2 / 38 * 5 / 107)
+    assert got["margin.epochs_to_threshold"].values == pytest.approx((ratio, ratio))
+    assert got["margin.smoothed_monotone_sgd"].values == (0.0, 0.0)
+    # the constant-step runs: seed 1's smoothed margin dips once in its logged steps
+    n_after = len(constant["r1"][0]) - 11  # logged steps after the fit at step 100
+    assert got["margin.smoothed_monotone"].values == pytest.approx((0.0, 1 / n_after))
+    assert got["margin.norm_rate"].values == pytest.approx((1.0, 1.0))
+    assert got["margin.loss_rate"].values == pytest.approx((1.0, 1.0), abs=0.005)
+    assert got["margin.kkt_residual_falls"].values[0] < 0  # 0.5 -> 0.05 over the checkpoints
+    # at the constant run's last epoch (20000) the loss-based runs have stopped (epoch 5, -20)
+    stalls = got["margin.constant_lr_stalls"]
+    assert stalls.values == pytest.approx(tuple(-20.0 - h["log10_train_loss"].iloc[-1]
+                                                for h in hists[1].values()))  # fmt: skip
+    # the slope of log10 margin on log10(-log10 L) between the checkpoints (-10, -20)
+    lift = math.log10(20 / 10)
+    assert got["margin.normalized_grows"].values == pytest.approx(
+        (math.log10(2.0) / lift, math.log10(3.0) / lift)
+    )
+    # area over [0, 2]: 2 (4) more points of 10 at distance 2 instead of 1, each (2 - 1) / 2,
+    # over the lift (per run)
+    assert got["margin.robust_rises_train"].values == pytest.approx((0.1 / lift, 0.2 / lift))
+    assert got["margin.robust_rises_test"].points == 10
+    cert = got["margin.certificate"]
+    assert cert.values == (1.0, 1.0) and cert.ci().n == 80 and cert.unit == "runs"
+    # a run that logged a non-finite value counts as not having reached the loss
+    bad = {"summary": summary.assign(all_finite=[0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])}
+    m = claims(ctx)[0].compute(bad, ctx)
+    assert m.values == (0.0, -20.0) and "non-finite" in m.note
 
 
 def test_checkpoints_sharing_an_epoch_share_one_mark():

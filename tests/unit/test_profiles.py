@@ -49,7 +49,7 @@ def test_every_rule_that_runs_declares_threads_and_resources():
             continue
         for key in ("threads:", "resources:"):
             assert key in body, f"rule {name} declares no {key}"
-    assert {"prelu_figures", "fa_images_figures", "attack_audit_table"} <= lean
+    assert {"prelu_figures", "fa_images_figures", "margin_figures", "attack_audit_table"} <= lean
     # a lean rule runs under the SLURM default-resources, not a set-resources line
     assert not lean & set(_load("slurm")["set-resources"])
 

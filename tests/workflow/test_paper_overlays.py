@@ -61,7 +61,7 @@ OVERLAY = {
     "margin_paper": Overlay(
         "margin",
         mnist=True,
-        rules=("dataset", "margin_train", "margin_robustness", "margin_figure", "margin_summary"),
+        rules=("dataset", "margin_train", "margin_robustness", "margin_figures"),
         # the paper's CNN: fc1024 on conv64's 7 x 7 maps (the final epoch's checkpoint)
         arch=("margin_mnist_full/margin_cnn/seed0/checkpoints.pt", "fc1.weight", (1024, 3136)),
     ),

@@ -216,7 +216,7 @@ SUMMARY_RULES = {
     "fa_images": "images_summary_table",
     "price_linear": "price_summary_table",
     "prelu": "prelu_summary_table",
-    "margin": "margin_summary",
+    "margin": "margin_figures",
     "attack_audit": "attack_audit_table",
     "price_nn": "price_nn_figures",
 }

@@ -1,6 +1,8 @@
 """Study MARGIN end to end on the tiny fake image set (no real data): the generic dataset
-rule, one loss-based training job, one robustness job, four figures and the summary; every
-accepted epoch reaches MLflow as step-indexed metrics (log10 L, never L)."""
+rule, one loss-based training job and its constant-step twin (training.flow), one robustness
+job, a KKT job per run, one job for the four figures and the summary with both schedules;
+every accepted epoch reaches MLflow as step-indexed metrics (log10 L, never L); a plot option
+reruns only that job, a new seed only its own jobs and that one."""
 
 from __future__ import annotations
 
@@ -10,14 +12,25 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from smk_helpers import finished_rules, parse_dry_run, run_on_fake_images, snakemake
+from smk_helpers import (
+    copy_state,
+    finished_rules,
+    parse_dry_run,
+    run_on_fake_images,
+    snakemake,
+    write_yaml,
+)
 
 pytestmark = pytest.mark.workflow
 
 CONFIG = Path(__file__).resolve().parent / "configs" / "tiny_margin.yaml"
 EXPECTED = Counter(
-    dataset=1, margin_train=1, margin_robustness=1, margin_figure=4, margin_summary=1, margin=1
-)
+    dataset=1, margin_train=1, margin_flow=1, margin_robustness=1, margin_kkt=1,
+    margin_kkt_constant=1, margin_figures=1, margin=1,
+)  # fmt: skip
+# a new seed: its dataset draw, both schedules' training, its robustness, both KKT jobs
+SEED_JOBS = Counter(dataset=1, margin_train=1, margin_flow=1, margin_robustness=1, margin_kkt=1,
+                    margin_kkt_constant=1)  # fmt: skip
 FIGURES = ("margins", "loss", "robust_accuracy", "distance_vs_margin")
 
 
@@ -59,6 +72,20 @@ def test_history_checkpoints_and_points(margin_run):
     assert (b["certified_l2"] <= b["pgd_l2_upper"] + 1e-9).all()
     summary = pd.read_csv(work / "results/margin/figures/summary.csv")
     assert {"paper_epoch", "paper_normalized_margin", "sep_frac_decreasing"} <= set(summary.columns)
+    assert {"kkt_residual", "homogeneity", "loss_rate_slope", "norm_rate_theory"} <= set(summary)
+    assert set(summary["schedule"]) == {"loss_based", "constant"}
+    assert (summary["homogeneity"] == 4).all() and summary["kkt_residual"].between(0, 2).all()
+    const = summary[summary["schedule"] == "constant"]
+    assert const["name"].iloc[-1] == "final" and const["epoch"].iloc[-1] == 60
+    assert summary.loc[summary["schedule"] == "loss_based", "loss_rate_slope"].isna().all()
+    flow = pd.read_csv(run / "constant/history.csv")
+    assert flow["epoch"].iloc[-1] == 60 and set(range(0, 61, 5)) <= set(flow["epoch"])
+    assert flow["time"].tolist() == pytest.approx((flow["epoch"] * 0.5).tolist())
+    sched = pd.read_csv(work / "results/margin/figures/schedules.csv")
+    assert sched["run"].tolist() == ["tiny_margin_img/tiny_hcnn/seed0"]
+    assert sched["epochs"].tolist() == [60]
+    assert sched["log10_loss_constant"].item() == pytest.approx(flow["log10_train_loss"].iloc[-1])
+    assert sched["log10_loss_loss_based"].item() == pytest.approx(hist["log10_train_loss"].iloc[-1])
 
 
 def test_mlflow_received_step_metrics(margin_run):
@@ -76,6 +103,28 @@ def test_mlflow_received_step_metrics(margin_run):
         assert sorted(steps) == list(range(n)), key
     assert [m.step for m in client.get_metric_history(train.info.run_id, "alpha")][0] == 1
     assert "train.loss" not in train.data.metrics  # L itself is never recorded
+
+
+def _replan(margin_run, tmp_path, overlay: dict):
+    work = copy_state(margin_run[0], tmp_path / "work")
+    extra = write_yaml(tmp_path / "extra.yaml", overlay)
+    data = ("--config", f"data_root={margin_run[3]}")
+    run = snakemake(work, "-n", "margin", *data, configfiles=(CONFIG, extra), timeout=120)
+    return parse_dry_run(run)
+
+
+def test_a_plot_option_reruns_only_the_figures_job(margin_run, tmp_path):
+    plan = _replan(margin_run, tmp_path, {"studies": {"margin": {"plots": {"dpi": 70}}}})
+    assert plan.stats == Counter(margin_figures=1, margin=1)
+    (job,) = plan.of("margin_figures")
+    assert job.wildcards["study"] == "margin"
+
+
+def test_a_new_seed_plans_only_its_own_jobs_and_the_figures_job(margin_run, tmp_path):
+    plan = _replan(margin_run, tmp_path, {"studies": {"margin": {"seeds": [0, 1]}}})
+    assert plan.stats == SEED_JOBS + Counter(margin_figures=1, margin=1)
+    for rule in SEED_JOBS:
+        assert {j.wildcards["seed"] for j in plan.of(rule)} == {"1"}, rule
 
 
 def test_scale_ladder_runs_only_the_new_rung_then_each_claims_trend(margin_run):

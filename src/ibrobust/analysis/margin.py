@@ -22,6 +22,7 @@ gradient flow gamma~ is non-decreasing once the data is fit (L_sum < log 2).
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import asdict, dataclass
 
@@ -120,6 +121,41 @@ def stats_from_logits(
         smoothed_normalized_margin=smoothed,
         accuracy=float((q > 0).double().mean()),
     )
+
+
+def kkt_residual(net: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 1000) -> float:
+    """1 - cos(theta, -grad_theta L) on the whole of (x (n, *s), y (n,)): 0 exactly when the
+    parameters point along the loss's descent direction.
+
+    Why this is a KKT residual of the max-margin problem min (1/2) ||theta||^2 s.t.
+    d_nj(theta) >= 1 (every logit difference d_nj = f_{y_n} - f_j, j != y_n): the loss's
+    gradient is -grad L = sum_{n, j} lambda_nj grad d_nj with lambda_nj >= 0 (softmax weights /
+    n), so theta parallel to -grad L is the stationarity condition theta = sum c lambda_nj
+    grad d_nj with multipliers c lambda_nj, c > 0 (Lyu & Li 2020, Sec. 4: the limit direction
+    satisfies it; complementary slackness is not measured here). Computed in float64 on a float64 copy
+    of the net, from grad log L = grad L / L (the same direction; nothing underflows however
+    small L is), in batches of ``batch_size``: log L = logsumexp_n(log CE_n) - log n, so
+    grad log L = sum_n w_n grad log CE_n with w = softmax(log CE) (no grad through w).
+    Returned as ||theta^ - g^||^2 / 2 with unit vectors theta^, g^, which equals 1 - cos
+    but keeps its digits when cos is within 1e-16 of 1."""
+    net64 = copy.deepcopy(net).double().eval()
+    params = [p for p in net64.parameters() if p.requires_grad]
+    x64 = x.to(torch.float64)
+    batches = [slice(i, i + batch_size) for i in range(0, len(x64), batch_size)]
+    with torch.no_grad():  # (n,) log CE_n, then the weights of grad log L
+        lce = torch.cat([log_ce(net64(x64[b]), y[b]) for b in batches])
+        w = torch.softmax(lce, dim=0)  # (n,)
+    grads = [torch.zeros_like(p) for p in params]
+    for b in batches:
+        part = (w[b] * log_ce(net64(x64[b]), y[b])).sum()  # its grad: this batch's share
+        for g, d in zip(grads, torch.autograd.grad(part, params), strict=True):
+            g += d
+    theta = torch.cat([p.detach().reshape(-1) for p in params])
+    descent = -torch.cat([g.reshape(-1) for g in grads])  # -grad log L
+    tn, dn = theta.norm(), descent.norm()
+    if not (tn > 0 and dn > 0):
+        return math.nan  # zero parameters or a zero gradient: no direction to compare
+    return float(0.5 * (theta / tn - descent / dn).pow(2).sum())
 
 
 @torch.no_grad()

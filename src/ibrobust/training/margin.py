@@ -15,6 +15,8 @@ write everywhere), and the last epoch. Thresholds crossed in the same epoch shar
 Training stops after ``epochs`` accepted epochs, when the loss falls below
 ``stop_log10_loss``, or after ``max_consecutive_rollbacks`` redone epochs in a row (alpha
 has then shrunk by 2^(n/10)); :attr:`MarginTrainResult.stop_reason` says which.
+
+The constant-step arm, full-batch GD at one lr: :mod:`ibrobust.training.flow`.
 """
 
 from __future__ import annotations

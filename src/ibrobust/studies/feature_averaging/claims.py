@@ -11,8 +11,13 @@ import math
 
 import pandas as pd
 
-from ibrobust.claims.citations import FIGURE_READING, LI_2025, Citation
+from ibrobust.claims.citations import FIGURE_READING
 from ibrobust.claims.core import Claim, StudyContext, at_least, at_most, between, restricted
+from ibrobust.studies.feature_averaging.claims_radius import (
+    gradient_claim,
+    radius_claims,
+    reference_claim,
+)
 from ibrobust.studies.feature_averaging.claims_scaling import scaling_claims
 from ibrobust.studies.feature_averaging.measures import (
     BINARY,
@@ -20,40 +25,21 @@ from ibrobust.studies.feature_averaging.measures import (
     REFERENCE,
     SETTING,
     SOURCES,
-    binary_over_theory,
     clean_accuracy,
     column_of,
     d_and_k,
-    first_order_ratio,
     kclass_over_binary,
     readouts_of,
-    reference_over_sqrt_d,
     span_residual,
-    universal_over_theory,
 )
+from ibrobust.studies.feature_averaging.reading import (
+    BINARY_READING,
+    KCLASS_READING,
+    SCOPE,
+)
+from ibrobust.studies.feature_averaging.reading import cite as _cite
 
 __all__ = ["SOURCES", "claims"]  # what the ledger reads (ibrobust.ledger.table)
-
-
-# ---- where the claims come from (Li, Pan, Lyu, Li, ICLR 2025: slides and ITCS 2024 talk) ----
-SCOPE = (
-    "full-batch GD (small learning rate eta = Theta(1/sqrt(d)), T = poly(d) steps), logistic "
-    "loss, two-layer ReLU net with the second layer fixed, k orthogonal clusters with "
-    "||mu_j|| = Theta(sqrt(d)), noise sigma = Theta(1), d large"
-)
-
-
-def _cite(where: str, quote: str, scope: str = SCOPE) -> Citation:
-    return Citation(LI_2025, where, quote, scope)
-
-
-# The ledger's reading of the paper's synthetic robustness figure (d = 3072, k = 10):
-# 2-class training 100 % robust to radius ~12, collapse by ~18; 10-class (argmax readout)
-# to ~34, collapse by ~44. The 50 % point of each curve lies between its two readings.
-BINARY_READING = (12.0, 18.0)
-KCLASS_READING = (34.0, 44.0)
-PAPER_D, PAPER_K = 3072, 10
-TOL = 0.10  # docs/studies/README.md, rule P2: a single number or a theory's constant, +-10 %
 
 
 def claims(ctx: StudyContext) -> list[Claim]:
@@ -65,15 +51,15 @@ def claims(ctx: StudyContext) -> list[Claim]:
         d, k = d_and_k(ctx, ds)
         tag = f"{ds} (d={d}, k={k})"
         per = [
-            *_radius_claims(ds, tag, k),
-            _reference_claim(ds, tag, k),
+            *radius_claims(ds, tag, k),
+            reference_claim(ds, tag, k),
             *_feature_claims(ds, tag, k),
             *_coefficient_claims(ds, tag, k),
             *_geometry_claims(ds, tag, k),
         ]
         for ro in readouts_of(ctx):
             per.append(_readout_claim(ds, f"{tag}, readout {ro}", ro, k))
-        per.append(_gradient_claim(ds, tag, k))
+        per.append(gradient_claim(ds, tag, k))
         # several trained nets per dataset (fa_prelu: p = 1 and 3): one row set per net
         out += per if len(cells) == 1 else [c for x in cells for c in restricted(per, x, _ref)]
     return out + scaling_claims(BINARY)
@@ -82,92 +68,6 @@ def claims(ctx: StudyContext) -> list[Claim]:
 def _ref(df: pd.DataFrame) -> pd.Series:
     """The robust reference's rows (shared by every trained net of the study)."""
     return df[SETTING if SETTING in df else "label"] == REFERENCE
-
-
-def _radius_claims(ds: str, tag: str, k: int) -> list[Claim]:
-    root = math.sqrt(PAPER_D / PAPER_K)
-    lo, hi = (round(r / root, 3) for r in BINARY_READING)
-    # below the robust reference's strong region (>= 0.4 sqrt(d) = 0.4 sqrt(k) x sqrt(d/k))
-    robust = round(0.4 * math.sqrt(k), 3)
-    return [
-        Claim(
-            id="fa.binary_radius",
-            setting=tag,
-            claim="GD on the 2-class labels learns averaged features: a non-robust net whose "
-            "critical radius is of order sqrt(d/k).",
-            citation=_cite(
-                "slides 'Averaged Features are Non-robust Features' (Theorem); robustness "
-                "figure of the synthetic experiment",
-                "the model has nearly **zero δ -robust accuracy** for perturbation radius "
-                "$\\delta = \\Omega(\\sqrt{d/k})$",
-            ),
-            derivation=f"Strong (P1, the figure within its reading): the 2-class curve is at "
-            f"100 % to ~{BINARY_READING[0]:g} and collapsed by ~{BINARY_READING[1]:g} at d = "
-            f"{PAPER_D}, k = {PAPER_K} (sqrt(d/k) = {root:.1f}), so its 50 % point lies in "
-            f"[{lo}, {hi}] x sqrt(d/k). Weak (the same direction, non-robust): below the "
-            f"region where the robust construction's radius holds (fa.reference_radius: >= 0.4 "
-            f"sqrt(d) = {robust} x sqrt(d/k)).",
-            paper=f"{FIGURE_READING} 100% robust accuracy to ~12, collapse by ~18 at d = 3072, "
-            "k = 10 (sqrt(d/k) = 17.5)",
-            measure="critical_radius.worst (50% point of the worst case over attacks) of "
-            "the 2-class nets / sqrt(d/k), per seed",
-            rule=between("critical radius / sqrt(d/k)", (lo, hi), (0.0, robust)),
-            compute=binary_over_theory(ds),
-        ),
-        Claim(
-            id="fa.universal_radius",
-            setting=tag,
-            claim="The universal direction -sum_{J+} mu_j + sum_{J-} mu_j alone breaks the "
-            "2-class net at a radius of order sqrt(d/k).",
-            citation=_cite(
-                "slides 'Averaged Features are Non-robust Features'",
-                "In fact, the attack can be chosen as $\\varepsilon \\propto -\\sum_{j \\in J_+} "
-                "\\mu_j + \\sum_{j \\in J_-} \\mu_j$",
-            ),
-            derivation="Strong (P2, the theory's constant +-10 %): on the averaged two-neuron "
-            "net f ~ C [ReLU(<sum_{J+} mu, x>) - ReLU(<sum_{J-} mu, x>)], moving a point of a "
-            "J+ cluster by delta along the unit universal direction lowers the first "
-            "argument and raises the second by delta sqrt(k d)/2 each, so the sign flips at "
-            "delta = sqrt(d/k) exactly: ratio 1 (equal biases; the noise's projection moves each "
-            "point by about +-sqrt(k/d) = +-10 %, symmetrically, so the 50 % point stays at 1). "
-            f"Weak (non-robust): below fa.reference_radius's strong region, {robust} x sqrt(d/k).",
-            paper="an attack along -sum_{J+} mu + sum_{J-} mu at radius of order sqrt(d/k)",
-            measure="critical_radius.universal (the universal direction alone) of the 2-class "
-            "nets / sqrt(d/k), per seed",
-            rule=between(
-                "universal critical radius / sqrt(d/k)", (1 - TOL, 1 + TOL), (0.0, robust)
-            ),
-            compute=universal_over_theory(ds),
-        ),
-    ]
-
-
-def _reference_claim(ds: str, tag: str, k: int) -> Claim:
-    return Claim(
-        id="fa.reference_radius",
-        setting=tag,
-        claim="A robust network exists (one neuron per cluster, bias filtering the noise) "
-        "with a radius of order sqrt(d).",
-        citation=_cite(
-            "slides 'There Exists the Robust Solution!'",
-            "Indeed, it is easy to show a robust solution exists with **robust radius** "
-            "$O(\\sqrt{d})$:",
-            scope="an explicit construction (no training): one neuron per cluster, biases "
-            "filtering intra- and inter-cluster noise",
-        ),
-        derivation="Strong (P2, the construction's constant): the reference is the slides' "
-        "f_robust with bias beta ||mu||^2, beta = 1/2 (config robust_reference); a point "
-        "leaves its neuron's active region after moving (1 - beta) ||mu|| = sqrt(d)/2 less "
-        "the noise's projection on mu_j (|<mu_j/||mu||, xi>| <= 3 sigma = 3), i.e. "
-        "(sqrt(1000)/2 - 3)/sqrt(1000) = 0.405 at d = 1000: >= 0.4 x sqrt(d). Weak (the "
-        "same direction: robust beyond the averaging net's order): >= sqrt(d/k)/sqrt(d) "
-        f"= 1/sqrt(k) = {1 / math.sqrt(k):.3f}.",
-        paper="robust radius of order sqrt(d) (construction)",
-        measure="critical_radius.worst of the hand-built reference net / sqrt(d), "
-        "per seed (NaN = robust on the whole grid: the grid's top, a lower bound)",
-        rule=at_least("critical radius / sqrt(d)", 0.4, round(1 / math.sqrt(k), 3)),
-        compute=reference_over_sqrt_d(ds),
-    )
 
 
 def _feature_claims(ds: str, tag: str, k: int) -> list[Claim]:
@@ -359,36 +259,4 @@ def _readout_claim(ds: str, setting: str, ro: str, k: int) -> Claim:
         "attacks) / of the 2-class net, same seed",
         rule=rule,
         compute=kclass_over_binary(ds, ro),
-    )
-
-
-def _gradient_claim(ds: str, tag: str, k: int) -> Claim:
-    c = round(math.sqrt(k / 8), 3)
-    return Claim(
-        id="fa.gradient_per_margin",
-        setting=tag,
-        claim="A feature-averaging net has a margin like a robust net's but a much "
-        "larger input gradient (every same-class neuron fires), so a smaller "
-        "first-order distance q / ||grad_x q|| to its boundary.",
-        citation=_cite(
-            "ITCS talk 'Average Features are Non-robust Features' (intuition)",
-            "Intuition: for average features, most same-class neurons will be activated, "
-            "resulting a much larger gradient norm (even though the margin $y_i f(x_i)$ is "
-            "similar to that in a robust solution)",
-        ),
-        derivation="Strong (P2, the theory's constant +-10 %): for a clean point of cluster j, "
-        "the averaged net has q / ||grad q|| = d / sqrt(k d / 2) = sqrt(2d/k) and the robust "
-        "construction (bias d/2) has (d/2) / sqrt(d) = sqrt(d)/2, a ratio of sqrt(k/8) = "
-        f"{c} at k = {k}. Weak (the same direction): > 1.",
-        paper=f"qualitative (talk); theory ratio sqrt(k/8) = {c}",
-        measure="median over test points of q / ||grad_x q|| (q = y F(x)) of the "
-        "robust reference / of the 2-class net, same seed",
-        rule=between(
-            "ratio",
-            (round(c * (1 - TOL), 3), round(c * (1 + TOL), 3)),
-            (1.0, math.inf),
-            strict=True,
-        ),
-        compute=first_order_ratio(ds),
-        sources=("margin_gradient",),
     )

@@ -3,6 +3,8 @@
 Each function takes the tidy table that is also written as the figure's CSV:
 
 * ``history``: one row per accepted epoch (:func:`ibrobust.training.margin.epoch_row`);
+  ``constant``: the same seed's constant-step run (one row per logged GD step; None without
+  ``training.flow``), drawn beside it;
 * ``checkpoints``: name, epoch, log10_train_loss, normalized_margin, ...;
 * ``robust``: checkpoint, split, norm, eps, robust_acc;
 * ``points``: checkpoint, split, normalized_margin (q_i / rho^L), fab_l2, certified_l2.
@@ -55,44 +57,81 @@ def _mark_checkpoints(ax, checkpoints: pd.DataFrame) -> None:
         )
 
 
-def plot_margins(history: pd.DataFrame, checkpoints: pd.DataFrame) -> plt.Figure:
-    """Normalized margin q_min / rho^L and smoothed normalized margin vs epoch (log x)."""
+CONSTANT_COLOR = "C2"  # the constant-step run in every figure
+
+
+def _fit_from(h: pd.DataFrame) -> pd.DataFrame:
+    """The rows from the first one at which the data is fit (positive smoothed margin and
+    train accuracy 1: the theorem's regime) on."""
+    fit = h[(h["smoothed_normalized_margin"] > 0) & (h["train_acc"] >= 1.0)]
+    return h.iloc[0:0] if fit.empty else h[h["epoch"] >= fit["epoch"].iloc[0]]
+
+
+def plot_margins(
+    history: pd.DataFrame, checkpoints: pd.DataFrame, constant: pd.DataFrame | None = None
+) -> plt.Figure:
+    """Normalized margin q_min / rho^L and smoothed normalized margin vs epoch (log x), the
+    loss-based run with its checkpoints and, when given, the constant-step run (one GD step =
+    one epoch) in green; with it a third panel: the constant-step run's smoothed margin after
+    separation on its own scale (where the flow theorem says it never decreases)."""
     h = history[history["epoch"] >= 1]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    c = None if constant is None else constant[constant["epoch"] >= 1]
+    n = 2 if c is None else 3
+    fig, axes = plt.subplots(1, n, figsize=(5 * n, 3.6))
     for ax, key, title in (
         (axes[0], "normalized_margin", "normalized margin q_min / rho^L"),
         (axes[1], "smoothed_normalized_margin", "smoothed normalized margin rho^-L log(1/L)"),
     ):
         fit = h["train_acc"] >= 1.0
-        ax.plot(h["epoch"], h[key], color="0.6", lw=1, label="all epochs")
-        ax.plot(h["epoch"][fit], h[key][fit], ".", ms=3, color="C0", label="data fit (acc 1)")
+        ax.plot(h["epoch"], h[key], color="0.6", lw=1, label="loss-based, all epochs")
+        ax.plot(h["epoch"][fit], h[key][fit], ".", ms=3, color="C0",
+                label="loss-based, data fit (acc 1)")  # fmt: skip
+        if c is not None:
+            ax.plot(c["epoch"], c[key], color=CONSTANT_COLOR, lw=1.2, label="constant lr (GD)")
         ax.set_xscale("log")
-        ax.set_xlabel("epoch")
+        ax.set_xlabel("epoch (constant lr: GD step)")
         ax.set_title(title, fontsize=10)
         ax.axhline(0, color="k", lw=0.5)
         pos = h[key][h[key] > 0]
         if key == "smoothed_normalized_margin" and len(pos):  # the theorem's regime in view
             ax.set_ylim(-0.1 * pos.max(), 1.15 * pos.max())
         _mark_checkpoints(ax, checkpoints)
-    axes[0].legend(fontsize=8, loc="lower right")
+    axes[0].legend(fontsize=8, loc="upper left")
+    if c is not None:
+        ax = axes[2]
+        cf = _fit_from(c)
+        ax.plot(cf["epoch"], cf["smoothed_normalized_margin"], color=CONSTANT_COLOR, lw=1.2)
+        ax.set_xscale("log")
+        ax.set_xlabel("GD step")
+        ax.set_title("constant lr, after separation: smoothed margin", fontsize=10)
+        ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
     fig.tight_layout()
     return fig
 
 
-def plot_loss(history: pd.DataFrame, checkpoints: pd.DataFrame) -> plt.Figure:
-    """log10 train loss vs epoch (log x), with log10 eta on a second axis."""
+def plot_loss(
+    history: pd.DataFrame, checkpoints: pd.DataFrame, constant: pd.DataFrame | None = None
+) -> plt.Figure:
+    """log10 train loss vs epoch (log x), with log10 eta on a second axis; the constant-step
+    run (when given) in green, its flat log10 lr dashed."""
     h = history[history["epoch"] >= 1]
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.plot(h["epoch"], h["log10_train_loss"], color="C0", label="log10 train loss")
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    ax.plot(h["epoch"], h["log10_train_loss"], color="C0", label="loss-based lr")
+    if constant is not None:
+        c = constant[constant["epoch"] >= 1]
+        ax.plot(c["epoch"], c["log10_train_loss"], color=CONSTANT_COLOR, label="constant lr (GD)")
     ax.set_xscale("log")
-    ax.set_xlabel("epoch")
+    ax.set_xlabel("epoch (constant lr: GD step)")
     ax.set_ylabel("log10 train loss", color="C0")
     ax.axhline(-300, color="C3", ls="--", lw=0.8)
     ax.text(h["epoch"].min(), -300, "1e-300", color="C3", fontsize=7, va="bottom")
     _mark_checkpoints(ax, checkpoints)
     ax2 = ax.twinx()
     ax2.plot(h["epoch"], h["log10_eta"], color="C1", lw=0.8, alpha=0.7)
-    ax2.set_ylabel("log10 eta = log10 alpha - log10 L", color="C1")
+    if constant is not None:
+        ax2.plot(c["epoch"], c["log10_eta"], color=CONSTANT_COLOR, lw=0.8, ls="--", alpha=0.8)
+    ax2.set_ylabel("log10 eta (loss-based: log10 alpha - log10 L)", color="C1")
+    ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
     return fig
 

@@ -48,10 +48,16 @@ def checkpoint_table(history: pd.DataFrame, checkpoints: pd.DataFrame) -> pd.Dat
     return out
 
 
-def separation(history: pd.DataFrame) -> dict:
-    """After the data is fit in the theorem's sense (the first epoch with L_sum < log 2, i.e.
-    a positive smoothed normalized margin; it implies train accuracy 1): how often and by how
-    much the smoothed normalized margin decreases from one accepted epoch to the next."""
+DECREASE_RTOL = 1e-9  # a decrease of the smoothed margin beyond float rounding (relative)
+
+
+def separation(history: pd.DataFrame, rtol: float = DECREASE_RTOL) -> dict:
+    """After the data is fit in the theorem's sense (the first row with L_sum < log 2, i.e.
+    a positive smoothed normalized margin, and train accuracy 1): how often and by how much
+    the smoothed normalized margin rho^-L log(1/L) decreases from one history row to the next
+    (accepted epochs of a loss-based run, logged steps of a constant-step run). A decrease
+    counts when it exceeds ``rtol`` relative to the value before it (float rounding is not a
+    decrease): ``frac_decreasing`` = counted decreases / rows after the fit."""
     fit = history[(history["smoothed_normalized_margin"] > 0) & (history["train_acc"] >= 1.0)]
     out = dict(fit_epoch=math.nan, epochs_after=0, decreasing=0, frac_decreasing=math.nan)
     out.update(largest_drop=0.0, largest_rel_drop=0.0, start=math.nan, end=math.nan)
@@ -60,7 +66,7 @@ def separation(history: pd.DataFrame) -> dict:
     first = int(fit["epoch"].iloc[0])
     sm = history[history["epoch"] >= first]["smoothed_normalized_margin"].to_numpy(float)
     diff = np.diff(sm)
-    dec = diff < 0
+    dec = -diff > rtol * np.abs(sm[:-1])
     rel = -diff[dec] / np.maximum(np.abs(sm[:-1][dec]), 1e-300)
     out.update(
         fit_epoch=first,
@@ -73,6 +79,161 @@ def separation(history: pd.DataFrame) -> dict:
         end=float(sm[-1]),
     )
     return out
+
+
+def _slope(x: np.ndarray, y: np.ndarray) -> float:
+    """Least-squares slope of y on x."""
+    xc = x - x.mean()
+    return float((xc * (y - y.mean())).sum() / (xc * xc).sum())
+
+
+def rate_theory(t: np.ndarray, degree: int) -> dict:
+    """The theory's slopes at the window ``t`` (the flow's times of the fitted steps), for the
+    measured slopes of :func:`flow_rates` to be compared with, fitted the same way.
+
+    Lyu & Li: L(t) = Theta(1 / (t (ln t)^c)) with c = 2 - 2/L (L the homogeneity ``degree``)
+    and rho(t) = Theta((ln t)^(1/L)). To the order the theorem fixes,
+    ln(1/L(t)) = ln t + c ln ln t + const, and since rho^L ~ ln(1/L) / gamma~ with gamma~
+    converging, ln rho = (1/L) ln(ln t + c ln ln t) + const. Neither is a straight line over a
+    finite window: the local slope of ln L on ln t is -1 - c / ln t, and that of ln rho on
+    ln ln t is (1/L) (ln t + c) / (ln t + c ln ln t) (below 1/L wherever ln ln t > 1), so a
+    fixed 1/L or a slope at one midpoint is not what a least-squares fit over the window
+    measures. The theory values are therefore the least-squares slopes, over the same t
+    points as the measured ones, of the theory's own curves (constants drop out of a slope):
+
+    * ``loss_rate_theory``: the slope of -(ln t + c ln ln t) on ln t;
+    * ``norm_rate_theory``: the slope of (1/L) ln(ln t + c ln ln t) on ln ln t.
+
+    Both NaN where ln ln t is undefined or ln t + c ln ln t <= 0 at a point (t <= 1, or t so
+    close to 1 that the asymptotic form has no logarithm), or with fewer than 2 points."""
+    t = np.asarray(t, dtype=float)
+    c = 2.0 - 2.0 / degree
+    out = dict(loss_rate_theory=math.nan, norm_rate_theory=math.nan)
+    if len(t) < 2 or not t.min() > 1.0:
+        return out
+    ln_t = np.log(t)
+    ln_ln_t = np.log(ln_t)
+    inv_loss = ln_t + c * ln_ln_t  # ln(1/L) up to its constant
+    if not inv_loss.min() > 0:
+        return out
+    out.update(
+        loss_rate_theory=_slope(ln_t, -inv_loss),
+        norm_rate_theory=_slope(ln_ln_t, np.log(inv_loss) / degree),
+    )
+    return out
+
+
+def flow_rates(history: pd.DataFrame, degree: int) -> dict:
+    """The loss and norm rates of a constant-step run (history with ``time`` = step x lr, the
+    flow's time t), fitted over its last decade of steps after separation: the logged steps
+    s in [S / 10, S] (S the last) at which the data is fit (:func:`separation`).
+
+    * ``loss_rate_slope``: least-squares slope of ln L on ln t; ``loss_rate_theory``: the
+      theory's slope fitted over the same t (:func:`rate_theory`);
+    * ``norm_rate_slope``: slope of ln rho on ln ln t; ``norm_rate_theory``: likewise.
+
+    All four NaN (a slope and its theory together) when fewer than 3 such steps remain, the
+    window starts at t <= 1 (ln ln t undefined) or the theory is undefined on it. ln L =
+    log10 L x ln 10: L itself is never formed."""
+    out = dict(loss_rate_slope=math.nan, loss_rate_theory=math.nan, norm_rate_slope=math.nan,
+               norm_rate_theory=math.nan, rate_t_lo=math.nan, rate_t_hi=math.nan)  # fmt: skip
+    fit_epoch = separation(history)["fit_epoch"]
+    if math.isnan(fit_epoch) or history.empty:
+        return out
+    last = int(history["epoch"].max())
+    w = history[(history["epoch"] >= max(last / 10, fit_epoch)) & (history["epoch"] > 0)]
+    t = w["time"].to_numpy(float)
+    if len(w) < 3 or not t.min() > 1.0:
+        return out
+    theory = rate_theory(t, degree)
+    if math.isnan(theory["loss_rate_theory"]):
+        return out
+    ln_t = np.log(t)
+    ln_loss = w["log10_train_loss"].to_numpy(float) * math.log(10.0)
+    out.update(
+        loss_rate_slope=_slope(ln_t, ln_loss),
+        norm_rate_slope=_slope(np.log(ln_t), np.log(w["rho"].to_numpy(float))),
+        **theory,
+        rate_t_lo=float(t.min()),
+        rate_t_hi=float(t.max()),
+    )
+    return out
+
+
+def schedules_table(loss_based: dict[str, pd.DataFrame], constant: dict[str, pd.DataFrame]):
+    """One row per seed (``run``) with both schedules: ``epochs`` = E, the constant-step run's
+    last epoch; ``log10_loss_constant`` = its log10 L there; ``log10_loss_loss_based`` = the
+    loss-based run's at its last accepted epoch <= E (its last value when it stopped before E)
+    and ``loss_based_epoch`` / ``loss_based_rollbacks`` = that epoch and the epochs it redid up
+    to it. Arguments: run -> history."""
+    rows = []
+    for run, c in constant.items():
+        if run not in loss_based:
+            continue
+        e = int(c["epoch"].max())
+        lb = loss_based[run]
+        at = lb[lb["epoch"] <= e].sort_values("epoch").iloc[-1]
+        rows.append(dict(
+            run=run, epochs=e,
+            log10_loss_constant=float(c.loc[c["epoch"] == e, "log10_train_loss"].iloc[-1]),
+            log10_loss_loss_based=float(at["log10_train_loss"]),
+            loss_based_epoch=int(at["epoch"]),
+            loss_based_rollbacks=int(at["rollbacks"]) if "rollbacks" in at else 0,
+        ))  # fmt: skip
+    cols = ["run", "epochs", "log10_loss_constant", "log10_loss_loss_based", "loss_based_epoch",
+            "loss_based_rollbacks"]  # fmt: skip
+    return pd.DataFrame(rows, columns=cols)
+
+
+SCHEDULES = ("loss_based", "constant")  # the summary's ``schedule`` values
+
+
+def run_table(
+    history: pd.DataFrame,
+    checkpoints: pd.DataFrame,
+    points: pd.DataFrame | None,
+    kkt: pd.DataFrame,
+    radii: dict,
+    schedule: str = "loss_based",
+) -> tuple[pd.DataFrame, dict]:
+    """One run's summary rows (one per checkpoint, :func:`checkpoint_table`) with the run-level
+    numbers repeated on each: ``schedule``, ``sep_*`` (:func:`separation`), ``cert_*``
+    (:func:`certificate_check`; NaN without points: the constant-step runs get no robustness
+    job), the robust accuracies per split, ``kkt_residual`` and ``homogeneity`` (the KKT
+    job's table), ``min_log10_loss``, ``all_finite`` and the rates of :func:`flow_rates`
+    (constant-step runs; NaN for loss-based ones). Also the notes summary.md prints."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    degree = int(kkt["homogeneity"].iloc[0])
+    sep = separation(history)
+    t = checkpoint_table(history, checkpoints)
+    if schedule == "constant":
+        t["paper_name"] = "-"  # the paper's models are loss-based SGD checkpoints
+    cc = dict(points=0, holding=0, frac_holding=math.nan, distance_over_cert_median=math.nan)
+    if points is not None:
+        cc = certificate_check(points)
+        wide = robust_at(points, radii).pivot(index="checkpoint", columns="split")
+        wide.columns = [f"{split}_{col}" for col, split in wide.columns]
+        t = t.merge(wide, left_on="name", right_index=True, how="left")
+    t = t.merge(kkt[["name", "kkt_residual"]], on="name", how="left")
+    rates = flow_rates(history, degree) if schedule == "constant" else {}
+    reached = dict(min_log10_loss=float(history["log10_train_loss"].min()),
+                   all_finite=all_finite(history))  # fmt: skip
+    t = t.assign(schedule=schedule, homogeneity=float(degree),
+                 **{f"sep_{a}": b for a, b in sep.items()},
+                 **{f"cert_{a}": b for a, b in cc.items()},
+                 min_log10_loss=reached["min_log10_loss"],
+                 all_finite=float(reached["all_finite"]),
+                 **{k: rates.get(k, math.nan) for k in RATE_COLUMNS})  # fmt: skip
+    notes = {"training": reached, "after the data is fit": sep}
+    if points is not None:
+        notes["certificate"] = cc
+    if rates:
+        notes["rates (last decade of steps)"] = rates
+    return t, notes
+
+
+RATE_COLUMNS = ("loss_rate_slope", "loss_rate_theory", "norm_rate_slope", "norm_rate_theory")
 
 
 def all_finite(history: pd.DataFrame) -> bool:
@@ -146,8 +307,9 @@ def certificate_check(points: pd.DataFrame) -> dict:
     )
 
 
-def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per (run, checkpoint): ours beside the paper's model of the same name."""
+def summary_table(tables: dict) -> pd.DataFrame:
+    """One row per (run, schedule, checkpoint): ours beside the paper's model of the same
+    name. ``tables``: run -> its :func:`run_table` rows, or (run, schedule) -> them."""
     paper = PAPER_TABLE.rename(
         columns={
             "name": "paper_name",
@@ -156,7 +318,7 @@ def summary_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             "normalized_margin": "paper_normalized_margin",
         }
     )
-    frames = [t.assign(run=run) for run, t in tables.items()]
+    frames = [t.assign(run=key if isinstance(key, str) else key[0]) for key, t in tables.items()]
     return pd.concat(frames, ignore_index=True).merge(paper, on="paper_name", how="left")
 
 
@@ -164,10 +326,11 @@ def summary_markdown(
     summary: pd.DataFrame, notes: dict[str, dict], audit: pd.DataFrame | None = None
 ) -> str:
     """summary.md: the checkpoint table beside the paper's, per run the numbers the study
-    reports (``notes``: run -> separation / certificate / timing dicts), then the attack
+    reports (``notes``: run label -> separation / certificate / rates dicts), then the attack
     audit summed over runs and checkpoints (:func:`attack_audit`)."""
-    cols = ["run", "name", "paper_epoch", "epoch", "paper_log10_train_loss", "log10_train_loss"]
-    cols += ["paper_normalized_margin", "normalized_margin", "test_acc"]
+    cols = ["run", "schedule", "name", "paper_epoch", "epoch", "paper_log10_train_loss",
+            "log10_train_loss", "paper_normalized_margin", "normalized_margin", "test_acc",
+            "kkt_residual"]  # fmt: skip
     cols = [c for c in cols if c in summary]
     lines = ["# Summary: Study MARGIN (Lyu & Li, ICLR 2020)", ""]
     lines += ["Paper: SGD on full MNIST (batch 100); ours: see the run's config.", ""]
