@@ -24,6 +24,7 @@ with Job(snakemake) as job:
     fl = dict(p.flow)
     model, sup = fl.pop("model"), fl.pop("supervision")
     cfg = flow_config_from_dict(fl)
+    job.dataset(snakemake.input.data, "training")
     data = run_data(load_npz(snakemake.input.data), sup)
     net = build_net(model, data, sup, p.seed, dtype=cfg.torch_dtype)  # the loss-based run's init
     job.log.info("%s on %d points, %s, full batch, constant lr %g, %d steps, log every %d, on %s",
@@ -42,6 +43,7 @@ with Job(snakemake) as job:
     cpu = time.process_time() - c0
     save_csv(snakemake.output.history, pd.DataFrame(res.history))
     save_torch(snakemake.output.checkpoints, {c.name: vars(c) for c in res.checkpoints})
+    job.model(snakemake.output.checkpoints)
     save_csv(snakemake.output.table, checkpoint_rows(res.checkpoints))
     meta = dict(schedule="constant", stop_reason=res.stop_reason, seconds=res.seconds,
                 cpu_seconds=cpu, epochs=res.history[-1]["epoch"], lr=cfg.lr,

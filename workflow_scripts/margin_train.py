@@ -22,6 +22,7 @@ with Job(snakemake) as job:
     device = resolve_device(p.device)  # before any work: device: cuda without CUDA fails here
     tr = dict(p.training)
     model, sup = tr.pop("model"), tr.pop("supervision")
+    job.dataset(snakemake.input.data, "training")
     data = run_data(load_npz(snakemake.input.data), sup)
     cfg = train_config(tr, len(data.x))
     net = build_net(model, data, sup, p.seed, dtype=cfg.torch_dtype)
@@ -41,6 +42,7 @@ with Job(snakemake) as job:
     cpu = time.process_time() - c0
     save_csv(snakemake.output.history, pd.DataFrame(res.history))
     save_torch(snakemake.output.checkpoints, {c.name: vars(c) for c in res.checkpoints})
+    job.model(snakemake.output.checkpoints)
     save_csv(snakemake.output.table, checkpoint_rows(res.checkpoints))
     meta = dict(stop_reason=res.stop_reason, rollbacks=res.rollbacks, seconds=res.seconds,
                 cpu_seconds=cpu, epochs=res.history[-1]["epoch"], n_train=len(data.x),

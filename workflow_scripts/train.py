@@ -12,6 +12,7 @@ p = snakemake.params
 with Job(snakemake) as job:
     device = resolve_device(p.device)  # before any work: device: cuda without CUDA fails here
     job.log.info("device %s", device)
+    job.dataset(snakemake.input.data, "training")
     data = dataset_from_arrays(load_npz(snakemake.input.data), snakemake.input.data)
 
     budget = p.optimizer.get("max_steps", p.optimizer.get("epochs", 0))  # a gd step = an epoch
@@ -37,6 +38,7 @@ with Job(snakemake) as job:
     job.metrics(res.metrics)
     job.log.info("final metrics %s", {k: round(v, 4) for k, v in res.metrics.items()})
     save_torch(snakemake.output.model, res.state)
+    job.model(snakemake.output.model)  # tag ibrobust.model_path; the file under model/ (cap)
     save_csv(snakemake.output.history, res.history)
     save_json(snakemake.output.metrics, res.metrics)
     for f in (snakemake.output.history, snakemake.output.metrics):

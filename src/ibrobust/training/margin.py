@@ -190,16 +190,11 @@ def train_margin(
     Inputs are cast to that dtype; logit differences and losses are float64. Batch orders come
     from ``torch_generator(seed, "margin", "batches")`` (a redone epoch draws a new one).
     ``should_stop(row)`` after an accepted epoch may end training early (the last epoch is
-    still checkpointed as "final"). ``device`` (the config key, :func:`ibrobust.device.
-    resolve_device`): the net and the data move there once (the batch orders are drawn on the
-    CPU and moved, so ``auto`` without CUDA is ``cpu`` exactly); checkpoints are CPU tensors
-    and the net ends on the CPU."""
+    still checkpointed as "final"). ``device``: see :func:`_to_device`; checkpoints are CPU
+    tensors and the net ends on the CPU."""
     degree = require_homogeneous(net, "model")
     dtype = _checked_dtype(net, cfg)
-    dev = resolve_device(device)
-    net.to(dev)
-    x, y = x.to(dev, dtype), y.to(dev, torch.int64)
-    test = None if x_test is None else (x_test.to(dev, dtype), y_test.to(dev, torch.int64))
+    dev, x, y, test = _to_device(net, x, y, x_test, y_test, dtype, device)
     gen = torch_generator(seed, "margin", "batches")
     opt = torch.optim.SGD(
         [p for p in net.parameters() if p.requires_grad], lr=1.0, momentum=cfg.momentum
@@ -236,6 +231,16 @@ def train_margin(
     return MarginTrainResult(
         log.history, log.checkpoints, stop_reason, rollbacks, time.perf_counter() - log.t0
     )
+
+
+def _to_device(net, x, y, x_test, y_test, dtype, device):
+    """Move ``net`` and the data once to ``device`` (the config key,
+    :func:`ibrobust.device.resolve_device`), the inputs cast to ``dtype``; batch orders are
+    drawn on the CPU and moved, so ``auto`` without CUDA is ``cpu`` exactly."""
+    dev = resolve_device(device)
+    net.to(dev)
+    test = None if x_test is None else (x_test.to(dev, dtype), y_test.to(dev, torch.int64))
+    return dev, x.to(dev, dtype), y.to(dev, torch.int64), test
 
 
 def _early_stop(cfg: MarginTrainConfig, stats: MarginStats, row: dict, should_stop) -> str | None:
