@@ -30,11 +30,13 @@ rule attack:
         task=attack_task,
         readouts=["sum"],
         seed=lambda w: int(w.seed),
+        device=DEVICE,
         code=attack_code,
     threads: config["threads"]
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=GPU_JOB,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -69,11 +71,13 @@ for _study in NET_STUDIES:
             task=attack_task,
             readouts=_readouts,
             seed=lambda w: int(w.seed),
+            device=DEVICE,
             code=attack_code,
         threads: config["threads"]
         resources:
             mem_mb=4000,
             runtime=60,
+            gpu=GPU_JOB,
         conda:
             "../envs/ibrobust.yaml"
         script:

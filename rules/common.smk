@@ -37,6 +37,7 @@ from ibrobust.studies.expansion import (  # noqa: E402
     scale_rungs,
 )
 from ibrobust.provenance import code_hash, config_hash  # noqa: E402
+from ibrobust.device import planned_cuda  # noqa: E402
 
 # ---- validate before anything is scheduled ------------------------------------------
 try:  # keys written twice in config.yaml or an overlay (Snakemake keeps the last silently)
@@ -51,6 +52,13 @@ except ConfigError as err:
 config.clear()
 config.update(_validated)
 CONFIG_HASH = config_hash(config)
+# the config key `device` (auto | cpu | cuda; ibrobust.device): every rule that computes with
+# torch passes it as params.device, and its job resolves it before any work. Such a rule
+# claims the `gpu` resource (profiles/default: gpu=1, one GPU job at a time) when its job will
+# run on CUDA as planning can tell without importing torch (ibrobust.device.planned_cuda:
+# cuda -> 1, cpu -> 0, auto -> a CUDA build of torch and an NVIDIA device node on this host)
+DEVICE = config["device"]
+GPU_JOB = 1 if planned_cuda(DEVICE) else 0
 
 STUDIES = config["studies"]  # with the rungs of every scale ladder (ibrobust.studies.expansion.expand_scale)
 ENABLED = config["only_studies"] or [s for s, st in STUDIES.items() if st["enabled"]]
@@ -308,6 +316,9 @@ def attack_radii(wildcards):
     part = attack_part(wildcards)
     if part.get("grid") == wildcards.grid:
         return [float(r) for r in part["radii"][wildcards.dataset]]
+    own = (part.get("run_radii") or {}).get(wildcards.optimizer)  # a part read per run (PRICE-NN)
+    if own is not None and wildcards.grid == "main":
+        return [float(r) for r in own]
     grids = radius_grids(study_radii(wildcards.study, wildcards.dataset))
     if wildcards.grid not in grids:
         raise ValueError(f"runs on {wildcards.dataset} have attack grids {list(grids)}, "

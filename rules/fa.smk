@@ -132,6 +132,7 @@ rule fa_margin_gradient:
         settings=lambda w: {"radius_step": round(max(float(r) for r in STUDIES[w.study]["radii"]) / 64, 9)},
         model_labels=model_labels,
         plots=plot_params,
+        device=DEVICE,
         # the script, plus the model and attack kinds it loads on demand
         code=lambda w: code(
             "fa_margin_gradient",
@@ -142,6 +143,7 @@ rule fa_margin_gradient:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=GPU_JOB,
     conda:
         "../envs/ibrobust.yaml"
     script:

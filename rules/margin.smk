@@ -36,6 +36,7 @@ rule margin_train:
     params:
         training=lambda w: _margin.training(config, STUDIES[w.study], w.model),
         seed=lambda w: int(w.seed),
+        device=DEVICE,
         code=lambda w: code("margin_train", kind_module("models", w.model)),
     threads: config["threads"]
     # the longest single jobs of a run (~15 min of one core on 1000 images): started first, so
@@ -44,6 +45,7 @@ rule margin_train:
     resources:
         mem_mb=4000,
         runtime=120,
+        gpu=GPU_JOB,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -70,12 +72,14 @@ rule margin_flow:
     params:
         flow=lambda w: _margin.flow(config, STUDIES[w.study], w.model),
         seed=lambda w: int(w.seed),
+        device=DEVICE,
         code=lambda w: code("margin_flow", kind_module("models", w.model)),
     threads: config["threads"]
     priority: 50  # minutes of one core, as margin_train's
     resources:
         mem_mb=2000,
         runtime=60,
+        gpu=GPU_JOB,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -143,12 +147,14 @@ rule margin_robustness:
         model=lambda w: config["models"][w.model],
         robustness=lambda w: _margin.robustness(config, STUDIES[w.study]),
         seed=lambda w: int(w.seed),
+        device=DEVICE,
         code=lambda w: code("margin_robustness", kind_module("models", w.model)),
     threads: config["threads"]
     priority: 50  # the next longest (as margin_train's)
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=GPU_JOB,
     conda:
         "../envs/ibrobust.yaml"
     script:

@@ -2,8 +2,8 @@
 # networks under ERM and robust ERM (Tsilivis et al., NeurIPS 2024, Sec. 5.2). The models
 # (robust ERM = the optimizers' adversarial block, curves = their eval_every) and the final
 # strong evaluation come from the generic network rules (dataset, train, attack); this file
-# adds the one job that turns the runs into the curves, the FC table, the CNN heatmap and
-# the summary.
+# adds the one job that turns the runs into the curves, the FC table, the CNN heatmap, the
+# per-cell summary and the per-seed pairs.
 from ibrobust.studies import price_nn as _price_nn  # noqa: E402
 
 
@@ -28,6 +28,8 @@ rule price_nn_figures:
         fc_md=report("results/{study}/figures/fc_table.md", caption="../report/price_nn/fc_table.rst", category="{study}", subcategory="tables"),
         summary_csv="results/{study}/figures/summary.csv",
         summary_md=report("results/{study}/figures/summary.md", caption="../report/price_nn/summary.rst", category="{study}", subcategory="tables"),
+        cells_csv="results/{study}/figures/cells.csv",
+        cells_md=report("results/{study}/figures/cells.md", caption="../report/price_nn/cells.rst", category="{study}", subcategory="tables"),
         runs="results/{study}/figures/runs.csv",
     log:
         "results/logs/figures/{study}/price_nn.log",

@@ -18,12 +18,13 @@ rule train:
         optimizer=optimizer_params,
         supervision=lambda w: w.supervision,
         seed=lambda w: int(w.seed),
-        device=config["device"],
+        device=DEVICE,
         code=train_code,
     threads: config["threads"]
     resources:
         mem_mb=4000,
         runtime=30,
+        gpu=GPU_JOB,
     conda:
         "../envs/ibrobust.yaml"
     script:

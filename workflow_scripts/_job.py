@@ -2,9 +2,16 @@
 
 with Job(snakemake) as job:
     job.log.info("...")                 # one readable line per event in the rule's log
+    job.dataset(snakemake.input.data, "training")   # MLflow dataset input (name, digest)
     job.metrics({"train.loss": v}, step=t)
     job.progress(t, total, loss=v)      # long loops: <= one line per interval + MLflow
+    Progress(job.progress_report)       # ... a library loop's (ibrobust.progress)
     job.artifact(path, "figures")
+    job.model(snakemake.output.model)   # tag ibrobust.model_path + artifact model/ (cap)
+
+At its end every run gets the metrics ``job.cpu_s`` (user + system CPU seconds of the job
+and its finished child processes) and ``job.peak_rss_mb`` (the job process's peak resident
+memory), also in its ``done in`` line, and a job that succeeded ``job.seconds``.
 
 Runs are named rule first, then the wildcards most specific first, then the study
 (``train seed0/binary/gd_tiny/two_layer_m2/tiny_clusters @fa``; jobs of no study, like
@@ -22,12 +29,15 @@ import resource
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import _lifecycle
 import _signals
 from _lifecycle import flush_std_streams
 from _tracking import JobRun, mask_secrets, run_key
+from _tracking.protocol import model_max_mb
+from _tracking.records import dataset_record, model_record
 
 from ibrobust import io
 from ibrobust.provenance import flatten
@@ -60,6 +70,7 @@ class Job:
         # interpreter + imports, wall and CPU
         self._startup = (process_age(), cpu_seconds())
         self._tracking = 0.0
+        self._datasets: set[tuple[str, str]] = set()  # (path, context) recorded as inputs
         _lifecycle.watch_invocation()  # lifecycle: the job ends when its snakemake is gone
         _signals.interrupt_once()  # a second SIGINT cannot cut the closing of the run short
 
@@ -104,13 +115,20 @@ class Job:
         self._tracking += time.perf_counter() - t0
 
     def progress(
-        self, step: int, total: int, every: float = 30.0, log_metrics: bool = True, **values: float
+        self,
+        step: int,
+        total: int,
+        every: float = 30.0,
+        log_metrics: bool = True,
+        note: str = "",
+        **values: float,
     ) -> bool:
         """Report a long loop's progress: at most one log line per ``every`` seconds.
 
         Writes ``progress 1200/20000 (6.0%) loss=1.234e-03 acc=0.98 | 12 s, ~190 s left``
         for the first step, then whenever ``every`` seconds have passed, and for the last
-        step (``step >= total``) - one readable line each, never a carriage-return bar.
+        step (``step >= total``) - one readable line each, never a carriage-return bar;
+        ``note`` (what runs now) follows the percentage.
         ``values`` go to MLflow at ``step`` every call (buffered; the run flushes at least
         every few seconds while metrics arrive, so curves grow in the UI during training).
         Returns whether a line was written.
@@ -130,7 +148,7 @@ class Job:
         eta = (
             f", ~{elapsed / done * (total - step):.0f} s left" if 0 < done and step < total else ""
         )
-        shown = " ".join(f"{k}={_fmt(v)}" for k, v in values.items())
+        shown = " ".join([note] * bool(note) + [f"{k}={_fmt(v)}" for k, v in values.items()])
         pct = 100.0 * step / total if total else 100.0
         self.log.info(
             "progress %d/%d (%.1f%%)%s | %.0f s%s",
@@ -143,9 +161,41 @@ class Job:
         )
         return True
 
+    def progress_report(self, done: int, total: int, what: str = "") -> None:
+        """The report of an ``ibrobust.progress.Progress`` (which throttles it): one line
+        ``progress done/total (pct) what | elapsed, ~left`` per call."""
+        self.progress(done, total, every=0.0, log_metrics=False, note=what)
+
     def artifact(self, path, folder: str | None = None) -> None:
         t0 = time.perf_counter()
         self.run.artifact(path, folder)
+        self._tracking += time.perf_counter() - t0
+
+    def model(self, path) -> None:
+        """Record the model file the job wrote: tags ``ibrobust.model_path`` (its path in
+        the project) and ``ibrobust.model_artifact``, and the file as an artifact under
+        ``model/`` when it is at most ``mlflow.model_artifact_max_mb`` MB (else the tag says
+        it was skipped, and why); one log line either way."""
+        t0 = time.perf_counter()
+        rec = model_record(path, model_max_mb())
+        self.run.tags(rec.tags)
+        if rec.artifact:
+            self.run.artifact(path, "model")
+        self._tracking += time.perf_counter() - t0
+        self.log.info("model %s (%.2f MB): %s", rec.tags["ibrobust.model_path"], rec.size_mb,
+                      rec.tags["ibrobust.model_artifact"])  # fmt: skip
+
+    def dataset(self, path, context: str) -> None:
+        """Record a dataset file the job read as an MLflow dataset input (name, digest,
+        source; ``context``: ``training`` or ``evaluation``); a file already recorded by
+        this job is not recorded again (jobs over many runs share datasets)."""
+        key = (str(Path(path).resolve()), context)
+        if key in self._datasets:
+            return
+        self._datasets.add(key)
+        t0 = time.perf_counter()
+        rec = dataset_record(path)
+        self.run.input(rec.name, rec.digest, rec.source, context)
         self._tracking += time.perf_counter() - t0
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -157,11 +207,13 @@ class Job:
         timeout, or within :data:`_signals.RECEIPT_WAIT` s of a stop's SIGINT, is spooled (and
         the log says so with a warning)."""
         elapsed = time.monotonic() - self._t0
+        cpu, peak = cpu_seconds(), peak_rss_mb()  # also for a failed job: what it cost
         if exc is not None:
             self.log.error("failed after %.2f s: %s: %s", elapsed, exc_type.__name__, exc)
         else:  # every output is written: a late SIGINT must not fail the job now
             _signals.ignore_interrupts()
             self.run.metrics({"job.seconds": elapsed})
+        self.run.metrics({"job.cpu_s": cpu, "job.peak_rss_mb": peak})
         try:
             t0 = time.perf_counter()
             status = "FINISHED" if exc is None else "FAILED"
@@ -176,8 +228,9 @@ class Job:
                 )
             self.log.info("%s", self.phases())
             if exc is None:
-                done = "done in %.2f s" + (" (MLflow run spooled)" if spooled else "")
-                self.log.info(done, time.monotonic() - self._t0)
+                done = "done in %.2f s (cpu %.2f s, peak %.0f MB)"
+                done += " (MLflow run spooled)" if spooled else ""
+                self.log.info(done, time.monotonic() - self._t0, cpu, peak)
                 atexit.register(end_process_now)  # runs first: registered last
         finally:
             for h in self.log.handlers:
@@ -205,8 +258,7 @@ class Job:
             "compute": compute,
             "tracking": self._tracking,
             "write": write,
-            # peak resident memory of the job process
-            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "max_rss_mb": peak_rss_mb(),
         }
         return phases_line(values)
 
@@ -263,6 +315,36 @@ def cpu_seconds() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of the job process in MB (Linux ``ru_maxrss``: KB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+EPS_STEP = 1000  # MLflow step of a radius eps: round(eps * EPS_STEP), i.e. eps in 1/1000
+
+
+def eps_step(eps: float) -> int:
+    """The MLflow step a value at radius ``eps`` is logged at: ``round(eps * 1000)`` (steps
+    are integers; the metric ``robust_acc.eps`` holds eps itself at the same steps, so the
+    UI can draw robust accuracy against it)."""
+    return round(float(eps) * EPS_STEP)
+
+
+def eps_steps(radii) -> dict[float, int]:
+    """eps -> :func:`eps_step` for a radius grid; a ValueError naming the radii when two of
+    them share a step (closer than 1/1000: their values would overwrite each other)."""
+    steps: dict[float, int] = {}
+    for eps in map(float, radii):
+        clash = [e for e, s in steps.items() if s == eps_step(eps) and e != eps]
+        if clash:
+            raise ValueError(
+                f"radii {clash[0]:g} and {eps:g} share the MLflow step {eps_step(eps)} "
+                f"(round(eps * {EPS_STEP})): radii closer than 1/{EPS_STEP} cannot be logged"
+            )
+        steps[eps] = eps_step(eps)
+    return steps
 
 
 def _mask_record(record: logging.LogRecord) -> bool:

@@ -8,6 +8,7 @@ from ibrobust.io import load_npz, load_torch, save_csv, save_json
 from ibrobust.models.registry import load_model
 
 with Job(snakemake) as job:
+    job.dataset(snakemake.input.data, "evaluation")
     data = dataset_from_arrays(load_npz(snakemake.input.data), snakemake.input.data)
     net = load_model(load_torch(snakemake.input.model))
     table, summary = neuron_cosines(net, data)

@@ -8,6 +8,7 @@ from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.io import load_npz, load_torch, save_csv, save_json
 
 with Job(snakemake) as job:
+    job.dataset(snakemake.input.data, "evaluation")
     data = dataset_from_arrays(load_npz(snakemake.input.data), snakemake.input.data)
     try:
         rows, trajectory = decompose_checkpoints(load_torch(snakemake.input.model), data)

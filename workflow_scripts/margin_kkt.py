@@ -14,6 +14,7 @@ from ibrobust.studies.margin.experiment import load_checkpoints, run_data
 
 p = snakemake.params
 with Job(snakemake) as job:
+    job.dataset(snakemake.input.data, "evaluation")
     data = run_data(load_npz(snakemake.input.data), p.supervision)
     saved = load_torch(snakemake.input.checkpoints)
     nets = load_checkpoints(saved, p.model, data, p.supervision, p.seed)  # float64 nets

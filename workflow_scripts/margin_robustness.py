@@ -6,7 +6,9 @@ import time
 
 from _job import Job
 
+from ibrobust.device import resolve_device
 from ibrobust.io import load_npz, load_torch, save_csv
+from ibrobust.progress import Progress
 from ibrobust.studies.margin.experiment import (
     MarginRobustConfig,
     checkpoint_robustness,
@@ -16,15 +18,18 @@ from ibrobust.studies.margin.experiment import (
 
 p = snakemake.params
 with Job(snakemake) as job:
+    device = resolve_device(p.device)  # before any work: device: cuda without CUDA fails here
     rob = dict(p.robustness)
     sup = rob.pop("supervision")
     cfg = MarginRobustConfig(**rob)
+    job.dataset(snakemake.input.data, "evaluation")
     data = run_data(load_npz(snakemake.input.data), sup)
     nets = load_checkpoints(load_torch(snakemake.input.checkpoints), p.model, data, sup, p.seed)
-    job.log.info("checkpoints %s; %d points per split, %d in the bisection cross-check",
-                 list(nets), cfg.attack_points, cfg.bisection_points)  # fmt: skip
+    job.log.info("checkpoints %s; %d points per split, %d in the bisection cross-check; on %s",
+                 list(nets), cfg.attack_points, cfg.bisection_points, device)  # fmt: skip
     c0 = time.process_time()
-    points = checkpoint_robustness(nets, data, cfg, p.seed)
+    points = checkpoint_robustness(nets, data, cfg, p.seed, Progress(job.progress_report),
+                                   device=device)  # fmt: skip
     save_csv(snakemake.output.points, points)
     g = points.groupby(["checkpoint", "split"], sort=False)
     for i, ((name, split), d) in enumerate(g):

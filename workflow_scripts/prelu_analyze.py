@@ -16,6 +16,7 @@ with Job(snakemake) as job:
         p.runs, snakemake.input.data, snakemake.input.models, strict=True
     ):
         if data_path not in datasets:
+            job.dataset(data_path, "evaluation")
             datasets[data_path] = dataset_from_arrays(load_npz(data_path), data_path)
         net = load_model(load_torch(model_path))
         table, summary = run_analysis(net, datasets[data_path], run["seed"], **p.analysis)

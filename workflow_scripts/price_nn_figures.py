@@ -1,4 +1,5 @@
-"""Rule price_nn_figures: accuracy curves, FC table, CNN heatmap and summary of Study PRICE-NN."""
+"""Rule price_nn_figures: accuracy curves, FC table, CNN heatmap, summary and the per-seed
+pairs (cells.csv, which the claims read) of Study PRICE-NN."""
 
 import json
 from types import SimpleNamespace as NS
@@ -34,8 +35,8 @@ with Job(snakemake) as job:
     )
     tables = study_tables(final)
     diff = tables["cnn_differences"]
-    fig = difference_heatmap(diff, "Madry CNN: GD - SD robust test acc. (strong, worst case)",
-                             "GD - SD (points)")  # fmt: skip
+    fig = difference_heatmap(diff, "Madry CNN, 10-class MNIST: GD - SD robust test acc. "
+                             "(strong attacks, worst case)", "GD - SD (points)")  # fmt: skip
     save_outputs(
         job,
         fig,
@@ -45,11 +46,14 @@ with Job(snakemake) as job:
     )
     save_csv(out.fc_csv, tables["fc_table"])
     save_csv(out.summary_csv, tables["differences"])
+    save_csv(out.cells_csv, tables["cells"])
+    with atomic_path(out.cells_md) as tmp:
+        tmp.write_text(markdown_table(tables["cells"]) + "\n")
     with atomic_path(out.fc_md) as tmp:
         tmp.write_text(markdown_table(tables["fc_table"]) + "\n")
     with atomic_path(out.summary_md) as tmp:
         tmp.write_text(tables["summary_md"])
     save_csv(out.runs, final)
-    for f in (out.fc_csv, out.fc_md, out.summary_csv, out.summary_md, out.runs):
-        job.artifact(f, "tables")
+    for key in ("fc_csv", "fc_md", "summary_csv", "summary_md", "cells_csv", "cells_md", "runs"):
+        job.artifact(getattr(out, key), "tables")
     job.log.info("summary:\n%s", tables["summary_md"])

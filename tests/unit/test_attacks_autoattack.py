@@ -14,8 +14,6 @@ from ibrobust.attacks.tasks import get_task
 from ibrobust.models.registry import BuildContext, build_model
 from ibrobust.seeding import torch_generator
 
-pytest.importorskip("pyautoattack")
-
 torch.set_num_threads(1)
 
 BOX = (0.0, 1.0)

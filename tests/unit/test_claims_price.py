@@ -6,6 +6,7 @@ malformed outputs."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -449,8 +450,18 @@ def fails(tmp_path, files: dict, where: tuple[str, str], *fragments: str, cfg=No
 
 
 # ---- Study PRICE-NN ------------------------------------------------------------------------------
-NN = default_config(price_nn=True)
-# config.yaml: CNN cells n in (50, 200) x eps in (0.1, 0.2), FC n = 100 at eps 0 and 0.1
+def _nn_config() -> dict:
+    """config.yaml with Study PRICE-NN on a grid of the tests' own (config.yaml's grid is
+    the study's to change): CNN cells n in (50, 200) x eps in (0.1, 0.2) plus ERM, FC n = 100
+    at eps 0 and 0.1; attack_points 500 in both halves."""
+    cfg = default_config(price_nn=True)
+    st = cfg["studies"]["price_nn"]
+    st["cnn"].update(n_train=[50, 200], eps=[0.0, 0.1, 0.2], attack_points=500)
+    st["fc"].update(n_train=[100], eps=[0.0, 0.1], attack_points=500)
+    return cfg
+
+
+NN = _nn_config()
 CNN = {(50, 0.1): (4.0, 5.0, 6.0), (200, 0.1): (2.0, 4.0, 3.0),
        (50, 0.2): (6.0, 7.0, 8.0), (200, 0.2): (5.0, 4.0, 6.0)}  # fmt: skip
 
@@ -624,7 +635,11 @@ def test_price_nn_not_run_paths(tmp_path):
     # the default config: the study is disabled
     df = ledger(tmp_path, default_config(), {}).reset_index()
     nn = df[df.study == "price_nn"]
-    assert len(nn) == 12 and set(nn.reason) == {"study disabled (enabled: false)"}
+    st = default_config()["studies"]["price_nn"]
+    cnn_cells = len(st["cnn"]["n_train"]) * sum(e > 0 for e in st["cnn"]["eps"])
+    fc_rows = sum(e > 0 for e in st["fc"]["eps"])  # fc_sd_beats_gd per robust eps
+    assert len(nn) == cnn_cells + 4 + fc_rows + 3  # + the CNN's 4 and the FC's 3 other claims
+    assert set(nn.reason) == {"study disabled (enabled: false)"}
     # enabled, no cells.csv: every claim names the file it lacks
     df = ledger(tmp_path / "none", NN, {}).reset_index()
     nn = df[df.study == "price_nn"]
@@ -642,6 +657,32 @@ def test_price_nn_not_run_paths(tmp_path):
     df = ledger(tmp_path / "rows", NN, {PRICE_NN: cells})
     row = one(df, "price_nn", "price_nn.fc_erm_alike")
     assert (row.verdict, row.reason) == (NOT_RUN, "no fc rows at eps 0")
+
+
+def test_price_nn_claims_a_grid_cannot_test_are_not_applicable(tmp_path):
+    """A trend needs two values of its variable; an ERM comparison needs eps = 0 in the grid:
+    without them the claim is 'not applicable' (by construction), not 'not run'."""
+    cfg = copy.deepcopy(NN)
+    cfg["studies"]["price_nn"]["cnn"].update(n_train=[50], eps=[0.1])
+    cfg["studies"]["price_nn"]["fc"].update(eps=[0.1])
+    cells = price_nn_cells(cnn={(50, 0.1): (2.0, 3.0, 4.0)}, fc_robust={0.1: (6.0, 7.0, 8.0)})
+    df = ledger(tmp_path, cfg, {PRICE_NN: cells}).reset_index().set_index("id")
+    nn = df[df.study == "price_nn"]
+    expected = {
+        "price_nn.cnn_gap_smaller_n": "the cnn grid has 1 training-set size(s): a trend in n "
+        "needs 2",
+        "price_nn.cnn_gap_larger_eps": "the cnn grid has 1 radius(es) eps > 0: the claim needs 2",
+        "price_nn.cnn_robust_over_erm": "the cnn grid has no eps = 0: the claim compares with "
+        "plain ERM",
+        "price_nn.fc_erm_alike": "the fc grid has no eps = 0: the claim compares with plain ERM",
+        "price_nn.fc_gap_larger_robust": "the fc grid has no eps = 0: the claim compares with "
+        "plain ERM",
+    }
+    for cid, reason in expected.items():
+        assert (nn.loc[cid, "verdict"], nn.loc[cid, "reason"]) == (NOT_APPLICABLE, reason)
+    # what the grid can test is still judged
+    assert nn.loc["price_nn.cnn_gd_ahead", "verdict"] == HOLDS  # 3 +- 2.48 > 0
+    assert nn.loc["price_nn.fc_sd_beats_gd", "verdict"] == HOLDS  # [4.52, 9.48] >= 3.70
 
 
 def test_malformed_price_nn_cells_fail(tmp_path):

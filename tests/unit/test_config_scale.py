@@ -64,7 +64,11 @@ def test_overrides_make_every_rung_a_study_and_rename_every_reference():
 def test_a_model_ladder_on_a_cnn_width():
     ladder = {"model": "madry_cnn_cpu", "key": "width_multiplier", "rungs": [1, 2],
               "overrides": {"fc": None, "cnn": {"n_train": [200], "eps": [0.0, 0.1]}}}  # fmt: skip
-    cfg = validated(merged(BASE, {"studies": {"price_nn": {"scale": ladder}}}), SCHEMA)
+    # at width 1 (config.yaml's default width is the capacity ladder's, docs/studies/price_nn.md)
+    base_width = {"models": {"madry_cnn_cpu": {"width_multiplier": 1}}}
+    cfg = validated(
+        merged(BASE, {**base_width, "studies": {"price_nn": {"scale": ladder}}}), SCHEMA
+    )
     two = cfg["studies"]["price_nn@width_multiplier=2"]
     assert two["cnn"]["models"] == ["madry_cnn_cpu@width_multiplier=2"] and two["fc"] is None
     assert cfg["models"]["madry_cnn_cpu@width_multiplier=2"]["width_multiplier"] == 2.0

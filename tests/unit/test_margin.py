@@ -445,7 +445,7 @@ def test_a_checkpoint_equal_to_an_earlier_one_is_not_attacked_again(monkeypatch)
 
     calls = []
 
-    def fake_point_robustness(net, x, y, boxed, cfg, gen):
+    def fake_point_robustness(net, x, y, boxed, cfg, gen, tick=None):
         calls.append(net)
         return pd.DataFrame({"index": range(len(x)), "margin": float(len(calls))})
 

@@ -13,6 +13,7 @@ from ibrobust.analysis.margin_gradient import (
     first_order_distance,
     margin_and_gradient,
     point_table,
+    robust_accuracy,
     summarize,
 )
 from ibrobust.attacks.suite import AttackContext
@@ -91,6 +92,24 @@ def test_breaking_radius_from_a_correctness_grid():
     ]
     with pytest.raises(ValueError, match="R=3"):
         breaking_radius(correct, radii[:3])
+
+
+def test_robust_accuracy_from_breaking_radii_is_the_correctness_grid_s_mean():
+    """The grid of the test above: correct fractions per radius 3/4 (0: one point wrong),
+    2/4 (0.5: one more breaks), 2/4 (1.0), 1/4 (2.0: only the never-broken one)."""
+    radii = [0.0, 0.5, 1.0, 2.0]
+    correct = torch.tensor(
+        [
+            [True, True, False, True],
+            [True, False, False, True],
+            [True, False, False, True],
+            [False, False, False, True],
+        ]
+    )
+    acc = robust_accuracy(breaking_radius(correct, radii).tolist(), radii)
+    assert acc == {0.0: 0.75, 0.5: 0.5, 1.0: 0.5, 2.0: 0.25}
+    assert acc == {r: correct[i].float().mean().item() for i, r in enumerate(radii)}
+    assert all(math.isnan(v) for v in robust_accuracy([], radii).values())
 
 
 def test_point_table_on_a_linear_model_matches_the_exact_distance():

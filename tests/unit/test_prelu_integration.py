@@ -207,7 +207,6 @@ def test_binary_logits_of_a_one_head_net_give_the_logistic_loss():
 
 
 def test_autoattack_apgd_ce_on_a_one_head_image_net():
-    pytest.importorskip("pyautoattack")
     x = torch.full((4, 1, 2, 2), 0.5)
     x[:2, 0, 0, 0], x[2:, 0, 0, 1] = 0.9, 0.9
     y = torch.tensor([1.0, 1.0, -1.0, -1.0])

@@ -1,7 +1,8 @@
-"""Snakemake profiles: profiles/default (local runs), profiles/slurm and profiles/slurm-gpu
-(the same but a GPU for training and attacks); every rule declares threads and resources
-(figure and table rules: the defaults),
-set-resources names only existing rules and its expressions evaluate for attempts 1-3."""
+"""Snakemake profiles: profiles/default (local runs, one GPU job at a time), profiles/slurm
+and profiles/slurm-gpu (the same but a GPU for exactly the rules that use the config key
+``device``); every rule declares threads and resources (figure and table rules: the
+defaults), set-resources names only existing rules and its expressions evaluate for
+attempts 1-3."""
 
 from __future__ import annotations
 
@@ -81,13 +82,47 @@ def test_slurm_profile_resources():
         assert "attempt" in str(prof["default-resources"][key])
 
 
+def _device_rules() -> set[str]:
+    """The rules whose jobs use the config key ``device`` (``device=DEVICE`` in params; the
+    same rules claim the local ``gpu`` resource), with the per-study
+    ``attack_readouts_<study>`` of every shipped config's studies with ``readouts``."""
+    rules = _rules()
+    static = {name for name, body in rules.items() if "device=DEVICE" in body}
+    for name in static:  # who uses the device claims the gpu resource, and only they do
+        assert "gpu=GPU_JOB" in rules[name], name
+    assert not {n for n, b in rules.items() if "gpu=GPU_JOB" in b} - static
+    studies = set()
+    for f in [REPO / "config.yaml", *sorted((REPO / "configs").glob("*.yaml"))]:
+        cfg = yaml.safe_load(f.read_text()).get("studies") or {}
+        studies |= {s for s, st in cfg.items() if isinstance(st, dict) and st.get("readouts")}
+    return static | {f"attack_readouts_{s}" for s in studies}
+
+
+def test_device_rules_are_every_job_that_computes_with_torch():
+    """The list the schema's ``device`` description gives (rules/attack.smk's per-study rule
+    sits in attack's body: its name is built in a loop)."""
+    assert _device_rules() >= {
+        "train", "attack", "margin_train", "margin_flow", "margin_robustness", "fa_margin_gradient",
+        "attack_readouts_fa", "attack_readouts_fa_images",
+    }  # fmt: skip
+    assert "device=DEVICE" in _rules()["attack"].split("for _study in NET_STUDIES")[1]
+    assert not _device_rules() & {"dataset", "analyze", "decompose", "price_train", "margin_kkt"}
+
+
+def test_default_profile_allows_one_gpu_job():
+    assert _load("default")["resources"] == ["gpu=1"]
+
+
 def test_gpu_profile_is_the_slurm_profile_plus_gpus():
+    """The same as profiles/slurm, plus gpu: 1 on exactly the rules that use the device
+    (their other resources as under profiles/slurm: its line, or the rule's own)."""
     cpu, gpu = _load("slurm"), _load("slurm-gpu")
     assert {k: v for k, v in gpu.items() if k != "set-resources"} == {
         k: v for k, v in cpu.items() if k != "set-resources"
     }
-    assert set(gpu["set-resources"]) == set(cpu["set-resources"])
-    with_gpu = {r for r, res in gpu["set-resources"].items() if "gpu" in res}
-    assert with_gpu == {"train", "attack"}
+    assert set(cpu["set-resources"]) <= set(gpu["set-resources"])
+    with_gpu = {r for r, res in gpu["set-resources"].items() if res.get("gpu") == 1}
+    assert with_gpu == _device_rules()
+    assert all(res.get("gpu", 1) == 1 for res in gpu["set-resources"].values())
     for rule, res in gpu["set-resources"].items():
-        assert {k: v for k, v in res.items() if k != "gpu"} == cpu["set-resources"][rule]
+        assert {k: v for k, v in res.items() if k != "gpu"} == cpu["set-resources"].get(rule, {})

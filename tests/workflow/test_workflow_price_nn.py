@@ -1,10 +1,13 @@
-"""Study PRICE-NN end to end on a tiny fake image set (classes 2 vs 7 of the .npz that
-test_workflow_images writes; no real MNIST needed): the generic dataset, train (robust ERM
-at each derived eps optimizer, curves every eval_every epochs) and attack rules, then the
-study's figures, tables and summary; the curves reach MLflow as step-indexed metrics."""
+"""Study PRICE-NN end to end on a tiny fake image set (the .npz that test_workflow_images
+writes; no real MNIST needed): the FC half on classes 2 vs 7, the CNN half on all ten classes
+(multiclass, judged on the fine labels, its eps 0.2 cell a hard cell): the generic dataset,
+train (robust ERM at each derived eps optimizer, curves every eval_every epochs) and attack
+rules (each run at its own eps), then the study's figures, tables and summary; the curves
+reach MLflow as step-indexed metrics."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -13,12 +16,14 @@ import pandas as pd
 import pytest
 from smk_helpers import finished_rules, run_on_fake_images
 
+from ibrobust.studies.price_nn.measures import SOURCES
+
 pytestmark = pytest.mark.workflow
 
 CONFIG = Path(__file__).resolve().parent / "configs" / "tiny_price_nn.yaml"
 FC_RUNS, CNN_RUNS = 8, 4  # fc: 2 optimizers x 2 eps x 2 seeds; cnn: 2 x 2 eps x 1 n x 1 seed
 EXPECTED = Counter(
-    dataset=2,  # tiny_2v7 (n_train 20 = the base entry, shared by both halves), seeds 0 and 1
+    dataset=3,  # tiny_2v7 (fc; n_train 20 = the base entry) seeds 0 and 1, tiny_10 (cnn) seed 0
     train=FC_RUNS + CNN_RUNS,
     attack=FC_RUNS + CNN_RUNS,
     price_nn_figures=1,
@@ -61,6 +66,42 @@ def test_runs_are_read_at_their_training_eps(price_nn_run):
     assert sorted(curves.epoch.unique()) == [4, 8, 12]
     table = pd.read_csv(figs / "fc_table.csv")
     assert set(table.algorithm) == {"GD", "sign descent"} and len(table) == 4
+    # the hard cell trains its own optimizers (a larger stop_loss), paired by algorithm
+    cnn = runs[runs.arch == "cnn"]
+    assert set(cnn[cnn.eps == 0.2].optimizer) == {
+        "tiny_cnn_gd_hard@eps=0.2",
+        "tiny_cnn_sd_hard@eps=0.2",
+    }
+    cells = pd.read_csv(figs / "cells.csv")
+    assert len(cells) == FC_RUNS // 2 + CNN_RUNS // 2  # one row per (cell, seed) pair
+    assert {"both_fitted", "diff_robust_test", "gd_epochs_to_threshold"} <= set(cells.columns)
+    assert set(cells.difference) == {"sd-gd", "gd-sd"}
+    # every column the claims read, in its range (the ledger's check of the source)
+    for col in SOURCES["cells"].numeric:
+        assert col.name in cells, col.name
+        v = cells[col.name].dropna()
+        assert len(v) or col.nan_ok, col.name
+        assert (v >= col.lo).all() and (col.hi is None or (v <= col.hi).all()), col.name
+    fc = cells[(cells.arch == "fc") & (cells.eps > 0)]
+    assert (fc.gd_robust_test_best >= fc.gd_robust_test_end).all()  # the best curve point
+    # the FC runs log their train loss every 2 of 12 steps: a late half to read
+    assert fc.gd_late_increase.between(0, 1).all() and fc.sd_late_increase.between(0, 1).all()
+
+
+def test_each_run_is_attacked_at_its_own_eps_on_its_task(price_nn_run):
+    work = price_nn_run[0]
+    summaries = sorted(
+        (work / "results" / "tiny_price_nn").glob("*/*/*/*/seed*/attack/main/summary.json")
+    )
+    assert len(summaries) == FC_RUNS + CNN_RUNS
+    for f in summaries:
+        s = json.loads(f.read_text())
+        optimizer, supervision = f.parts[-6], f.parts[-5]
+        eps = float(optimizer.split("@eps=")[1])
+        assert s["radii"] == sorted({0.0, eps})
+        assert s["task"] == ("fine" if supervision == "multiclass" else "binary")
+        # every attack of the half ran (none dropped as not applying to the task)
+        assert len(s["robust_acc"]) == 4  # three attacks and the worst case
 
 
 def test_curves_are_step_indexed_mlflow_metrics(price_nn_run):

@@ -4,6 +4,8 @@ MLflow only receives data, no rule reads it back).
 * ``masking``   - the one function that masks secrets (URI passwords, ``password=``);
 * ``protocol``  - what both sides share: environment, stream messages, run key, spool file;
 * ``client``    - the job side (:class:`JobRun`), standard library only;
+* ``records``   - what a run records about a job's files: its model file (tags, artifact
+  within the size cap), the dataset files it read (MLflow dataset inputs);
 * ``writer``    - applies a run's stream to MLflow (collector, writer process, replay);
 * ``collector`` - the writer thread of the Snakemake process (a Unix-socket server);
 * ``workflow``  - :class:`WorkflowTracking`, the object the Snakefile holds (parent run,

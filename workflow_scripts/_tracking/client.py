@@ -104,6 +104,16 @@ class JobRun:
         if self.enabled:
             self._send({"op": "artifact", "path": str(Path(path).resolve()), "folder": folder})
 
+    def tags(self, tags: dict[str, Any]) -> None:
+        """Tags known only once the job has run (e.g. its model file's)."""
+        if self.enabled:
+            self._send(protocol.tags_message(tags))
+
+    def input(self, name: str, digest: str, source: str, context: str) -> None:
+        """A dataset the job read (MLflow's dataset input, see ``protocol.input_message``)."""
+        if self.enabled:
+            self._send(protocol.input_message(name, digest, source, context))
+
     def end(self, status: str, give_up: Callable[[], bool] | None = None) -> Path | None:
         """Close the run: None if the writer took it, else the spool file it went to.
         ``give_up()`` (asked about ten times a second while the job waits for its writer)

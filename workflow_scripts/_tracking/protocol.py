@@ -1,8 +1,14 @@
 """What the job side and the writer side share: environment variables, the stream's
-message format (JSON lines: ``start``, ``metrics``, ``artifact``, ``end``; the collector's
-answer to ``end``: ``received`` or ``error <reason>``), MLflow key rules, a run's identity,
-and the spool file a job writes when no writer takes its run (the collector's journal of a
-run it has received and not yet logged is the same file).
+message format (JSON lines: ``start``, ``metrics``, ``artifact``, ``tags``, ``input``, ``end``;
+the collector's answer to ``end``: ``received`` or ``error <reason>``), MLflow key rules, a
+run's identity, and the spool file a job writes when no writer takes its run (the
+collector's journal of a run it has received and not yet logged is the same file).
+
+Messages after ``start``: ``{"op": "metrics", "items": [[key, value, ms, step], ...]}``,
+``{"op": "artifact", "path": abs path, "folder": str | None}``, ``{"op": "tags", "tags":
+{key: value}}`` (tags known only once the job has run, e.g. its model file's),
+``{"op": "input", "name", "digest", "source", "context"}`` (a dataset file the job read:
+MLflow's dataset input, see :func:`input_message`), ``{"op": "end", "status", "t"}``.
 
 Standard library only: jobs import this, and they never import MLflow.
 """
@@ -29,12 +35,15 @@ ENV_CONFIG_HASH = "IBROBUST_CONFIG_HASH"
 ENV_COLLECTOR = "IBROBUST_COLLECTOR"  # the Collector's Unix socket
 ENV_SPOOL = "IBROBUST_SPOOL_DIR"  # where a job spools a run no writer took
 ENV_TIMEOUT = "IBROBUST_TRACKING_TIMEOUT"  # seconds a job waits for its writer
+ENV_MODEL_MAX_MB = "IBROBUST_MODEL_ARTIFACT_MAX_MB"  # config mlflow.model_artifact_max_mb
 
 DEFAULT_TIMEOUT = 30.0  # s; a writer that takes no write for this long: the job spools
 RECEIVED = "received"  # the collector's answer to ``end``: it holds the run (journaled)
 DEFAULT_SPOOL_DIR = "results/mlflow/spool"
 RUN_KEY_TAG = "ibrobust.run_key"
 MAX_PARAM_LEN = 6000  # MLflow's limit on a param value
+MAX_DIGEST_LEN = 36  # MLflow's limit on a dataset digest (its SQL column)
+DEFAULT_MODEL_MAX_MB = 50.0  # the schema's default of mlflow.model_artifact_max_mb
 METRICS_PER_BATCH = 900  # MLflow's log_batch takes at most 1000 metrics ...
 PARAMS_PER_BATCH = 100  # ... and at most 100 params
 _BAD_KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-. /]")
@@ -74,6 +83,32 @@ def start_message(name: str, tags: dict[str, Any], params: dict[str, Any]) -> di
         "params": {mlflow_key(k): mask_secrets(str(v))[:MAX_PARAM_LEN] for k, v in params.items()},
         "t": now_ms(),
     }
+
+
+def tags_message(tags: dict[str, Any]) -> dict:
+    """The ``tags`` message: tags set after the start (secrets masked, keys made valid)."""
+    return {
+        "op": "tags",
+        "tags": {mlflow_key(k): mask_secrets(str(v))[:MAX_PARAM_LEN] for k, v in tags.items()},
+    }
+
+
+def input_message(name: str, digest: str, source: str, context: str) -> dict:
+    """The ``input`` message: a dataset the job read, as MLflow's ``log_input`` records it
+    (name, digest, source; ``context`` e.g. ``training`` or ``evaluation``)."""
+    return {
+        "op": "input",
+        "name": mask_secrets(name),
+        "digest": digest[:MAX_DIGEST_LEN],
+        "source": mask_secrets(source),
+        "context": context,
+    }
+
+
+def model_max_mb() -> float:
+    """The size cap of a model file logged as an artifact, in MB (config
+    ``mlflow.model_artifact_max_mb``, exported by the workflow; else the schema's default)."""
+    return float(os.environ.get(ENV_MODEL_MAX_MB) or DEFAULT_MODEL_MAX_MB)
 
 
 def timeout() -> float:

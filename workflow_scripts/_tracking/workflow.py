@@ -134,6 +134,9 @@ class WorkflowTracking:
                 ENV_EXPERIMENT: exp_id,
                 ENV_PARENT: self.parent_run_id,
                 ENV_SPOOL: str(Path(protocol.DEFAULT_SPOOL_DIR).resolve()),
+                protocol.ENV_MODEL_MAX_MB: str(
+                    self.settings.get("model_artifact_max_mb", protocol.DEFAULT_MODEL_MAX_MB)
+                ),
             }
         )
         self.collector = start_collector(client, exp_id, self.uri)

@@ -59,8 +59,25 @@ def runs_with_key(client, experiment_id: str, key: str) -> list:
     )
 
 
+def dataset_input(msg: dict):
+    """MLflow's dataset input of an ``input`` message: a metadata-only dataset
+    (``mlflow.data.meta_dataset.MetaDataset``: name, digest, the file as its source - the
+    writer never reads the data) with the context tag ``mlflow.data.context``."""
+    from mlflow.data.dataset_source_registry import get_dataset_source_from_json
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import DatasetInput, InputTag
+    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+    # a local file (source type "local"); resolving the path instead warns on every job
+    # that two registered sources claim it
+    source = get_dataset_source_from_json(json.dumps({"uri": msg["source"]}), "local")
+    dataset = MetaDataset(source, name=msg["name"], digest=msg["digest"])
+    context = [InputTag(MLFLOW_DATASET_CONTEXT, msg["context"])] if msg.get("context") else []
+    return DatasetInput(dataset._to_mlflow_entity(), tags=context)
+
+
 class RunWriter:
-    """Applies one run's messages (start, metrics, artifact, end) to an MLflow store;
+    """Applies one run's messages (start, metrics, artifact, tags, input, end) to a store;
     :attr:`error` is the first failure (set by :func:`drain` as it happens)."""
 
     def __init__(self, client, experiment_id: str):
@@ -73,7 +90,7 @@ class RunWriter:
         self.error: str | None = None
 
     def apply(self, msg: dict) -> None:
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric, RunTag
 
         client, op = self.client, msg["op"]
         if op == "start":
@@ -95,6 +112,11 @@ class RunWriter:
                 retry(client.log_batch, self.run_id, metrics=chunk)
         elif op == "artifact":
             retry(client.log_artifact, self.run_id, msg["path"], artifact_path=msg["folder"])
+        elif op == "tags":
+            tags = [RunTag(k, mask_secrets(str(v))) for k, v in msg["tags"].items()]
+            retry(client.log_batch, self.run_id, tags=tags)
+        elif op == "input":
+            retry(client.log_inputs, self.run_id, [dataset_input(msg)])
         elif op == "end":
             retry(client.set_terminated, self.run_id, status=msg["status"], end_time=msg.get("t"))
             self.ended = True

@@ -32,7 +32,9 @@ from torch import nn
 from ibrobust.attacks.mode import attack_mode
 from ibrobust.attacks.suite import AttackContext, correctness_over_radii
 from ibrobust.data.dataset import Dataset
+from ibrobust.device import resolve_device
 from ibrobust.models.readout import with_readout
+from ibrobust.progress import Progress
 from ibrobust.seeding import torch_generator
 
 POINT_COLUMNS = ("margin", "grad_norm", "first_order", "breaking_radius")
@@ -102,16 +104,21 @@ def point_table(
     specs: Mapping[str, dict],
     ctx: AttackContext,
     gen: torch.Generator,
+    progress: Progress | None = None,
+    label: str = "",
 ) -> pd.DataFrame:
     """One row per point: :data:`POINT_COLUMNS` (the breaking radius of the worst case over
     ``specs``, attack configs as in the config's ``attacks``), ``breaking_radius.<name>``
-    per attack and the model's ``param_norm``."""
-    q, g = margin_and_gradient(model, x, y)
-    table = {"margin": q.double().numpy(), "grad_norm": g.double().numpy()}
-    table["first_order"] = first_order_distance(q.double(), g.double()).numpy()
+    per attack and the model's ``param_norm``. ``progress`` advances by one unit per attack
+    and radius (named ``<label> <attack> eps=..``)."""
+    q, g = (t.double().cpu() for t in margin_and_gradient(model, x, y))  # the table's: CPU
+    table = {"margin": q.numpy(), "grad_norm": g.numpy()}
+    table["first_order"] = first_order_distance(q, g).numpy()
     worst = None
     for name, spec in specs.items():
-        correct = correctness_over_radii(model, x, y, fine, list(radii), spec, ctx, gen)
+        correct = correctness_over_radii(
+            model, x, y, fine, list(radii), spec, ctx, gen, progress, f"{label} {name}".strip()
+        ).cpu()
         table[f"breaking_radius.{name}"] = breaking_radius(correct, radii).numpy()
         worst = correct if worst is None else worst & correct
     if worst is None:
@@ -160,6 +167,8 @@ def evaluate_readouts(
     specs: Mapping[str, dict],
     ctx: AttackContext,
     seed: int,
+    progress: Progress | None = None,
+    label: str = "",
 ) -> pd.DataFrame:
     """:func:`point_table` under each binary readout mode (``readout`` column, in order),
     each with its own generator stream (seed, "margin_gradient", readout); the model is
@@ -168,7 +177,9 @@ def evaluate_readouts(
     frames = []
     for ro in readouts:
         gen = torch_generator(seed, "margin_gradient", ro)
-        t = point_table(with_readout(model, ro), x, y, fine, radii, specs, ctx, gen)
+        t = point_table(
+            with_readout(model, ro), x, y, fine, radii, specs, ctx, gen, progress, f"{label} {ro}"
+        )
         t.insert(0, "readout", ro)
         t.insert(1, "point", np.arange(len(t)))
         frames.append(t)
@@ -204,10 +215,43 @@ def run_points(
     radii: Sequence[float],
     points: int,
     seed: int,
+    progress: Progress | None = None,
+    label: str = "",
+    device: torch.device | str | None = "cpu",
 ) -> pd.DataFrame:
     """:func:`evaluate_readouts` on the first ``points`` test points of a cluster dataset:
-    every readout for a k-class model, the single score (``sum``) for 2-head models."""
-    test = data.test.head(points)
-    ctx = AttackContext(data.means, data.sign, task="binary", box=data.box)
-    ros = list(readouts) if supervision == "multiclass" else ["sum"]
-    return evaluate_readouts(model, test.x, test.y, test.fine, ros, radii, specs, ctx, seed)
+    every readout for a k-class model, the single score (``sum``) for 2-head models.
+    ``progress`` advances by :func:`run_units` units (``label`` names the run). The model,
+    the points and the cluster means move to ``device`` (the config key,
+    :func:`ibrobust.device.resolve_device`) once; the random draws stay on the CPU."""
+    dev = resolve_device(device)
+    model = model.to(dev)
+    test = data.test.head(points).to(dev)
+    means, sign = (None if t is None else t.to(dev) for t in (data.means, data.sign))
+    ctx = AttackContext(means, sign, task="binary", box=data.box)
+    ros = run_readouts(supervision, readouts)
+    return evaluate_readouts(
+        model, test.x, test.y, test.fine, ros, radii, specs, ctx, seed, progress, label
+    )
+
+
+def robust_accuracy(breaking: Sequence[float], radii: Sequence[float]) -> dict[float, float]:
+    """eps -> the fraction of points still correct at each grid radius, from their breaking
+    radii (:func:`breaking_radius` of the worst case: a point is correct at a grid radius
+    exactly when its breaking radius is larger)."""
+    b = np.asarray(breaking, dtype=np.float64)
+    if not b.size:
+        return {float(r): math.nan for r in radii}
+    return {float(r): float((b > float(r)).mean()) for r in radii}
+
+
+def run_readouts(supervision: str, readouts: Sequence[str]) -> list[str]:
+    """The readouts a run is read through: all for a k-class model, ``sum`` otherwise."""
+    return list(readouts) if supervision == "multiclass" else ["sum"]
+
+
+def run_units(
+    supervision: str, readouts: Sequence[str], specs: Mapping[str, dict], radii: Sequence[float]
+) -> int:
+    """The progress units of one :func:`run_points`: readouts x attacks x radii."""
+    return len(run_readouts(supervision, readouts)) * len(specs) * len(radii)

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -241,12 +242,14 @@ def autoattack(
     seed: int,
     box: tuple[float, float] | None,
     task: Task | str = "binary",
+    on_batch: Callable[[], None] | None = None,
 ) -> AutoAttackResult:
     """AutoAttack at radius ``eps`` on images ``x`` (n, C, H, W) in ``box`` = (0, 1).
 
     ``y`` (n,) +-1 and ``fine`` (n,) int64 are the labels; ``task`` gives the logits and
     label AutoAttack sees, and judges the returned points (``x_adv`` is ``x`` wherever
     AutoAttack found nothing, so a point wrong before the attack stays wrong).
+    ``on_batch()`` (progress) is called after each batch of each of its attacks.
     """
     task = get_task(task)
     if box is None or (float(box[0]), float(box[1])) != (0.0, 1.0):
@@ -260,9 +263,13 @@ def autoattack(
         with torch.no_grad():
             n_classes = logits(x[:1]).shape[1] if x.shape[0] else 0
         aa = _build(logits, cfg, float(eps), seed, x.device)
+        if on_batch is not None:
+            _tick_after_batches(aa, on_batch)
         settings = _settings(aa, cfg, eps, seed, n_classes)
         if x.shape[0] == 0:
-            return AutoAttackResult(torch.zeros(0, dtype=torch.bool), x.clone(), settings)
+            return AutoAttackResult(
+                torch.zeros(0, dtype=torch.bool, device=x.device), x.clone(), settings
+            )
         _check_classes(aa, cfg, task, n_classes)
         if "square" in aa.attacks_to_run and x.ndim != 4:
             raise ValueError(
@@ -281,6 +288,21 @@ def autoattack(
         # re-judge by the task (x_adv is x wherever AutoAttack found nothing)
         correct = correct_in_batches(task, model, x_adv, y, fine, cfg.batch_size)
     return AutoAttackResult(correct, x_adv, settings)
+
+
+def _tick_after_batches(aa: Any, on_batch: Callable[[], None]) -> None:
+    """Call ``on_batch()`` after every ``perturb`` of AutoAttack's attacks: its evaluation
+    runs each attack batch by batch through them (``run_standard_evaluation``); what they
+    compute is unchanged."""
+    for attack in (aa.apgd, aa.apgd_targeted, aa.fab, aa.square):
+        perturb = attack.perturb
+
+        def ticking(*args, _perturb=perturb, **kwargs):
+            out = _perturb(*args, **kwargs)
+            on_batch()
+            return out
+
+        attack.perturb = ticking
 
 
 def _check_inputs(x, y, fine, eps: float, seed: int) -> None:
@@ -319,4 +341,6 @@ def parse_spec(spec: dict) -> AutoAttackConfig:
 def run_spec(model, x, y, fine, eps: float, cfg: AutoAttackConfig, ctx, gen) -> torch.Tensor:
     """(n,) bool: still correct after AutoAttack at ``eps``; its seed is one draw of ``gen``."""
     seed = int(torch.randint(2**31 - 1, (1,), generator=gen))  # one draw per radius
-    return autoattack(model, x, y, fine, eps, cfg, seed=seed, box=ctx.box, task=ctx.task).correct
+    return autoattack(
+        model, x, y, fine, eps, cfg, seed=seed, box=ctx.box, task=ctx.task, on_batch=ctx.tick
+    ).correct

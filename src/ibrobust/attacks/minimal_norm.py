@@ -29,6 +29,7 @@ a good minimal-norm attack should lie below it; the certified radius of
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -75,8 +76,8 @@ def refine_on_segment(
     """x + t (adv - x) with the smallest t in (0, 1] found misclassified by ``steps``
     bisections (adv itself must be misclassified): an adversarial point no farther than adv."""
     dtype = next(model.parameters()).dtype
-    lo = torch.zeros(len(x), 1, dtype=torch.float64)
-    hi = torch.ones(len(x), 1, dtype=torch.float64)
+    lo = torch.zeros(len(x), 1, dtype=torch.float64, device=x.device)
+    hi = torch.ones(len(x), 1, dtype=torch.float64, device=x.device)
     shape = (-1,) + (1,) * (x.ndim - 1)
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
@@ -109,17 +110,23 @@ class _Float32Logits(nn.Module):
 
 
 def fab_distances(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: FABConfig, seed: int
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    cfg: FABConfig,
+    seed: int,
+    tick: Callable[[], None] | None = None,
 ) -> torch.Tensor:
     """(n,) float64 minimal adversarial distances in ``cfg.norm`` of the points x (n, C, H, W)
     in [0, 1] with labels y (n,) int64: 0 for points the model already misclassifies,
-    inf where FAB found no adversarial example."""
+    inf where FAB found no adversarial example. ``tick()`` (progress): after each restart
+    of each batch."""
     from pyautoattack.fab_pt import FABAttack_PT  # here: the Snakefile reads this module
 
     if x.min() < 0 or x.max() > 1:
         raise ValueError("FAB needs inputs in the box [0, 1]")
     wrapped = _Float32Logits(model)
-    dist = torch.full((len(x),), math.inf, dtype=torch.float64)
+    dist = torch.full((len(x),), math.inf, dtype=torch.float64, device=x.device)
     with attack_mode(model), torch.random.fork_rng(devices=[]):
         fab = FABAttack_PT(
             wrapped,
@@ -155,6 +162,8 @@ def fab_distances(
                 d = _norm((adv - xb[todo]).to(torch.float64), cfg.norm)
                 d = torch.where(fooled, d, math.inf)
                 best[todo] = torch.minimum(best[todo], d)
+                if tick is not None:
+                    tick()
             dist[lo : lo + len(xb)] = best
     return dist
 
@@ -184,20 +193,22 @@ def pgd_bisection(
     cfg: BisectionConfig,
     gen: torch.Generator,
     box: tuple[float, float] | None = (0.0, 1.0),
+    tick: Callable[[], None] | None = None,
 ) -> torch.Tensor:
     """(n,) float64 upper bounds on the minimal l2 adversarial distance of x (n, *s), y (n,)
     int64: the smallest radius at which l2 PGD (``fine_margin`` loss) misclassifies, within
     a factor 1 + 2^-bisections of the bracket; 0 for misclassified points, inf if PGD
     fails even at ``start * 2^doublings``. All points move through the search together;
-    ``box`` None = unconstrained inputs (cluster data)."""
-    fooled_at = _PGDProbe(model, x, y, cfg, gen, box)
+    ``box`` None = unconstrained inputs (cluster data). ``tick()`` (progress): after each
+    PGD restart."""
+    fooled_at = _PGDProbe(model, x, y, cfg, gen, box, tick)
     with attack_mode(model):
         with torch.no_grad():
             wrong = model(x.to(fooled_at.dtype)).argmax(1) != y
-        lo = torch.zeros(len(x), dtype=torch.float64)
-        hi = torch.full((len(x),), math.inf, dtype=torch.float64)
+        lo = torch.zeros(len(x), dtype=torch.float64, device=x.device)
+        hi = torch.full((len(x),), math.inf, dtype=torch.float64, device=x.device)
         hi[wrong] = 0.0
-        eps = torch.full((len(x),), cfg.start, dtype=torch.float64)
+        eps = torch.full((len(x),), cfg.start, dtype=torch.float64, device=x.device)
         for _ in range(cfg.doublings + 1):  # bracket: PGD fails at lo, succeeds at hi
             idx = torch.isinf(hi).nonzero().squeeze(1)
             if len(idx) == 0:
@@ -221,8 +232,8 @@ def pgd_bisection(
 class _PGDProbe:
     """Whether l2 PGD at per-point radii eps (m,) misclassifies the points idx (m,)."""
 
-    def __init__(self, model, x, y, cfg: BisectionConfig, gen, box):
-        self.model, self.y, self.gen, self.box = model, y, gen, box
+    def __init__(self, model, x, y, cfg: BisectionConfig, gen, box, tick=None):
+        self.model, self.y, self.gen, self.box, self.tick = model, y, gen, box, tick
         self.pgd = PGDConfig(
             norm="l2", steps=cfg.steps, restarts=cfg.restarts, step_size=cfg.step_size
         )
@@ -237,7 +248,7 @@ class _PGDProbe:
         radius = eps[:, None].to(self.dtype)
         adv = _pgd_chunk(
             self.model, xf, yf, y, radius, fine_margin, self.pgd, self.gen, self.box,
-            self.task, self.shape, 1,
+            self.task, self.shape, 1, on_batch=self.tick,
         )  # fmt: skip
         with torch.no_grad():
             return ~self.task.correct(self.model, adv.reshape(-1, *self.shape), yf, y)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
@@ -91,6 +91,7 @@ def pgd(
     *,
     task: Task | str = "binary",
     outcome_only: bool = False,
+    on_batch: Callable[[], None] | None = None,
 ) -> torch.Tensor:
     """Adversarial examples (R, n, *s) for inputs ``x`` (n, *s) and radii ``eps`` (R,).
 
@@ -100,10 +101,11 @@ def pgd(
     caller needs only whether each point is fooled (robust accuracy), so a point fooled by
     a restart skips the later ones and keeps its first fooling example (else the fooling
     example of highest loss over all restarts); which points are fooled is the same.
+    ``on_batch()`` is called after each restart of each chunk (progress).
     """
     return pgd_readouts(
         model, (model,), x, y, fine, eps, loss_fn, cfg, gen, box, task=task,
-        outcome_only=outcome_only,
+        outcome_only=outcome_only, on_batch=on_batch,
     )[0]  # fmt: skip
 
 
@@ -122,6 +124,7 @@ def pgd_readouts(
     task: Task | str = "binary",
     live: torch.Tensor | None = None,
     outcome_only: bool = False,
+    on_batch: Callable[[], None] | None = None,
 ) -> torch.Tensor:
     """One PGD attack judged under J readouts: adversarial examples (J, R, n, *s).
 
@@ -145,7 +148,7 @@ def pgd_readouts(
     eps_t = _checked_radii(x, eps, box, len(judges), live)  # (R,)
     n_j, r_, n, shape = len(judges), eps_t.numel(), x.shape[0], tuple(x.shape[1:])
     xf = x.reshape(n, -1)  # (n, D): norms over all non-batch dims
-    rest = (shape, max(1, math.ceil(cfg.l1_top * xf.shape[1])), outcome_only)  # l1_k: moved
+    rest = (shape, max(1, math.ceil(cfg.l1_top * xf.shape[1])), outcome_only, on_batch)
     if r_ == 1 and n <= cfg.batch_size:  # one chunk (e.g. adversarial training): no copies
         with _attack_modes(model, judges):
             eps_n = float(eps_t[0])  # one radius: scalar ops, the same float32 values
@@ -159,8 +162,7 @@ def pgd_readouts(
         idx_r = torch.arange(r_, device=x.device).repeat_interleave(n)
         idx_n = torch.arange(n, device=x.device).repeat(r_)
         for lo in range(0, r_ * n, cfg.batch_size):
-            sl = slice(lo, lo + cfg.batch_size)
-            ir, ie = idx_r[sl], idx_n[sl]
+            ir, ie = idx_r[lo : lo + cfg.batch_size], idx_n[lo : lo + cfg.batch_size]
             e = eps_t[ir, None]
             lv = None if live is None else live[:, ie]
             out[:, ir, ie] = _pgd_chunk_judged(
@@ -201,18 +203,34 @@ def _attack_modes(model: nn.Module, judges: Sequence[nn.Module]) -> Iterator[Non
 
 
 def _pgd_chunk(
-    model, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k, outcome_only=False
-):
+    model, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k, outcome_only=False,
+    on_batch=None,
+):  # fmt: skip
     """Worst case over restarts for a chunk judged by ``model`` itself: x (b, D) flat, eps
     (b, 1) or one float -> x_adv (b, D) (see :func:`_pgd_chunk_judged`)."""
     return _pgd_chunk_judged(
         model, (model,), None, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k,
-        outcome_only,
+        outcome_only, on_batch,
     )[0]  # fmt: skip
 
 
 def _pgd_chunk_judged(
-    model, judges, live, x, y, fine, eps, loss_fn, cfg, gen, box, task, shape, l1_k, outcome_only
+    model,
+    judges,
+    live,
+    x,
+    y,
+    fine,
+    eps,
+    loss_fn,
+    cfg,
+    gen,
+    box,
+    task,
+    shape,
+    l1_k,
+    outcome_only,
+    on_batch=None,
 ):
     """Worst case over restarts per judge for a chunk: x (b, D) flat, eps (b, 1) or one
     float, live (J, b) or None -> x_adv (J, b, D).
@@ -220,11 +238,13 @@ def _pgd_chunk_judged(
     ``outcome_only``: a point fooled under every judge where it is live keeps its examples
     and skips the later restarts (its outcome is decided). Every restart still draws its
     random starts for the whole chunk, so the generator's stream, and every other point's
-    attack, do not shift."""
+    attack, do not shift. ``on_batch()`` (progress) is called after each restart."""
     n_j = len(judges)
+    tick = on_batch or _no_tick
     if cfg.restarts == 1:  # the only restart's last iterate is the result: skip judging it
         delta = _start(x, eps, cfg, gen)
         x_adv = _pgd_run(model, x, y, fine, eps, delta, loss_fn, cfg, box, shape, l1_k)
+        tick()
         return x_adv.expand(n_j, *x_adv.shape)
     best = x.expand(n_j, *x.shape).clone()  # (J, b, D)
     best_loss = torch.full((n_j, x.shape[0]), -float("inf"), dtype=x.dtype, device=x.device)
@@ -252,7 +272,12 @@ def _pgd_chunk_judged(
                 best[j, rows] = x_adv[sel]
                 best_loss[j, rows] = loss[sel]
                 best_fooled[j, rows] = b_fooled[sel] | fooled[sel]
+        tick()
     return best.detach()
+
+
+def _no_tick() -> None:
+    pass
 
 
 def _start(x: torch.Tensor, eps, cfg: PGDConfig, gen: torch.Generator) -> torch.Tensor:
@@ -329,6 +354,7 @@ def run_spec(model, x, y, fine, eps: float, spec: PGDSpec, ctx, gen) -> torch.Te
         box=ctx.box,
         task=ctx.task,
         outcome_only=True,
+        on_batch=ctx.tick,
     )[0]
     return correct_in_batches(ctx.task, model, x_adv, y, fine, ctx.eval_batch_size)
 
@@ -342,7 +368,7 @@ def run_spec_readouts(
     is still to be attacked (:func:`pgd_readouts`)."""
     x_adv = pgd_readouts(
         models[0], models, x, y, fine, [eps], spec.loss, spec.cfg, gen, box=ctx.box,
-        task=ctx.task, live=live, outcome_only=True,
+        task=ctx.task, live=live, outcome_only=True, on_batch=ctx.tick,
     )[:, 0]  # fmt: skip
     return torch.stack(
         [

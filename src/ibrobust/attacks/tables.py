@@ -25,7 +25,7 @@ def monotone_robust(correct: torch.Tensor, eps: torch.Tensor | list[float]) -> t
     import torch
 
     eps_t = torch.as_tensor(eps, dtype=torch.float64).reshape(-1)
-    order = torch.argsort(eps_t)
+    order = torch.argsort(eps_t).to(correct.device)
     c = correct[order].clone()
     c = torch.cummin(c.to(torch.int8), dim=0).values.bool()
     out = torch.empty_like(c)

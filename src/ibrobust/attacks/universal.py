@@ -25,7 +25,7 @@ def universal_perturbation(
     eps: torch.Tensor | list[float],
 ) -> torch.Tensor:
     """Adversarial examples (R, n, d): x - eps * y * z for each radius."""
-    eps_t = torch.as_tensor(eps, dtype=x.dtype).reshape(-1, 1, 1)
+    eps_t = torch.as_tensor(eps, dtype=x.dtype, device=x.device).reshape(-1, 1, 1)
     z = universal_direction(means, sign)
     return x[None] - eps_t * y[None, :, None] * z[None, None, :]
 

@@ -19,6 +19,7 @@ import jsonschema
 from ibrobust import kinds
 from ibrobust.config.command_line import coerce_command_line
 from ibrobust.config.values import key_path, value_problems
+from ibrobust.device import cuda_build_problem
 from ibrobust.errors import ConfigError
 
 
@@ -38,6 +39,9 @@ def validate_config(config: dict, schema: dict) -> dict:
     if errors:
         raise ConfigError(_message(errors[0]))
     _fill_registry_defaults(cfg, schema)
+    cuda_problem = cuda_build_problem(str(cfg.get("device", "auto")))
+    if cuda_problem:  # device: cuda can never run on a torch without CUDA (any host)
+        raise ConfigError(cuda_problem)
     _check_entries(cfg)
     _check_references(cfg)
     return cfg

@@ -32,6 +32,10 @@ class Split:
         sl = slice(None) if n is None else slice(0, n)
         return Split(self.x[sl], self.y[sl], self.fine[sl])
 
+    def to(self, device: torch.device | str) -> Split:
+        """The split on ``device`` (the same tensors when they are there already)."""
+        return Split(self.x.to(device), self.y.to(device), self.fine.to(device))
+
 
 @dataclass
 class Dataset:

@@ -62,7 +62,7 @@ def _waterfill_cost(total: torch.Tensor, lower: torch.Tensor) -> torch.Tensor:
     """
     lo, _ = torch.sort(lower, dim=-1, descending=True)  # (..., s)
     s = lo.shape[-1]
-    best = torch.full(total.shape, float("inf"), dtype=lower.dtype)
+    best = torch.full(total.shape, float("inf"), dtype=lower.dtype, device=lower.device)
     # Try "the first q entries sit at their lower bound, the rest share tau equally".
     for q in range(s + 1):
         rest = s - q
@@ -105,7 +105,7 @@ def analytic_radius(net: TwoLayerFixed, x: torch.Tensor, y: torch.Tensor) -> tor
     best = big_a.clone()
     for s in range(1, int((~own).sum(1).min()) + 1):
         g = gaps[:, :s]  # (n, s)
-        lower = torch.cat([torch.zeros(len(x), 1), g], dim=1)
+        lower = torch.cat([g.new_zeros(len(x), 1), g], dim=1)
         best = torch.minimum(best, _waterfill_cost(big_a + g.sum(1), lower))
     radius = torch.where(generic, best, torch.full_like(best, float("nan")))
     return torch.where(margin <= 0, torch.zeros_like(radius), radius)

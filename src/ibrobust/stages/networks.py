@@ -12,11 +12,14 @@ and its module is loaded on demand, so a job's code hash covers only the path it
   fewer flops), which keeps the log-spaced checkpoints of the lambda decomposition;
 * ``prelu``: a pReLU net under plain SGD / Adam, by the official loop with a written-out
   backward pass (:func:`ibrobust.training.prelu.train_prelu`; exponential or logistic loss
-  of the binary score, cross-entropy of the heads for k-class supervision; on the CPU);
+  of the binary score, cross-entropy of the heads for k-class supervision);
 * ``network``: everything else, by :func:`ibrobust.training.network.train_network`
   (full-batch steepest descent in any norm, SGD, Adam); a two-layer net trained that way
   gets the same checkpoint fields (its kind's ``checkpoint_fields``), so the decomposition
   also runs on, e.g., sign descent.
+
+Every training path runs on ``device`` (the config key, :func:`ibrobust.device.resolve_device`;
+the saved state is on the CPU); a constructed model is built on the CPU.
 
 The heads and readout come from the model's kind (:func:`ibrobust.models.registry.model_readout`):
 (+1, -1) for 2-class supervision and the class signs for k-class supervision, except that a

@@ -25,8 +25,10 @@ from ibrobust.attacks.suite import (
 )
 from ibrobust.attacks.tasks import correct_in_batches
 from ibrobust.data.dataset import Dataset
+from ibrobust.device import resolve_device
 from ibrobust.models.readout import READOUTS, with_readout
 from ibrobust.models.registry import load_model
+from ibrobust.progress import Progress, Report
 
 
 def attack_points(data: Dataset, points: int | None, task: str, where: str = "data"):
@@ -53,25 +55,33 @@ def evaluate_robustness(
     gen: torch.Generator,
     on_attack: Callable[[str], None] | None = None,
     where: str = "data",
+    device: torch.device | str | None = "cpu",
+    on_progress: Report | None = None,
 ) -> dict[str, tuple[pd.DataFrame, dict[str, Any]]]:
     """readout -> (robust-accuracy table, summary) of the saved model ``state`` on ``data``'s
     test set, read through each of ``readouts`` (:func:`ibrobust.attacks.suite.
     evaluate_attacks_readouts`: an attack aiming at the fine labels runs once and is judged
     under every readout). The attacks run under the readouts in the order of
     :data:`~ibrobust.models.readout.READOUTS` whatever the order given, so the numbers
-    depend on the set of readouts only."""
+    depend on the set of readouts only. ``device`` (the config key): model, points and
+    cluster means move there once, the random draws stay on ``gen``'s (CPU), so ``auto``
+    without CUDA is ``cpu`` exactly. ``on_progress(done, total, what)``: the attacks'
+    progress (:class:`ibrobust.progress.Progress`; one unit per attack run and radius)."""
     unknown = sorted(set(readouts) - set(READOUTS))
     if unknown or not readouts:
         raise ValueError(f"readouts must be a non-empty subset of {READOUTS}, got {readouts}")
     order = [r for r in READOUTS if r in readouts]
-    net = load_model(state)
+    dev = resolve_device(device)
+    net = load_model(state).to(dev)
     for prm in net.parameters():
         prm.requires_grad_(False)
-    test = attack_points(data, points, task, where)
-    ctx = AttackContext(data.means, data.sign, task=task, box=data.box)
+    test = attack_points(data, points, task, where).to(dev)
+    means, sign = (None if t is None else t.to(dev) for t in (data.means, data.sign))
+    ctx = AttackContext(means, sign, task=task, box=data.box)
     tables, _ = evaluate_attacks_readouts(
-        net, order, test.x, test.y, test.fine, list(radii), dict(attacks), ctx, gen, on_attack
-    )
+        net, order, test.x, test.y, test.fine, list(radii), dict(attacks), ctx, gen, on_attack,
+        Progress(on_progress),
+    )  # fmt: skip
     shared = [name for name, spec in attacks.items() if shared_across_readouts(spec)]
     settings = {name: describe_attack(spec) for name, spec in attacks.items()}
     out = {}

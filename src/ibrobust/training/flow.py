@@ -22,6 +22,7 @@ from ibrobust.analysis.margin import (
     require_homogeneous,
     stats_from_logits,
 )
+from ibrobust.device import resolve_device
 from ibrobust.training.margin import (
     DTYPES,
     PAPER_CHECKPOINTS,
@@ -98,6 +99,7 @@ def train_flow(
     x_test: torch.Tensor | None = None,
     y_test: torch.Tensor | None = None,
     on_step: Callable[[dict], None] | None = None,
+    device: torch.device | str | None = "cpu",
 ) -> MarginTrainResult:
     """Full-batch GD on ``net`` (in place, homogeneous, parameters in ``cfg.dtype``: the
     checks of :func:`train_margin`) with the constant step ``cfg.lr`` for ``cfg.epochs``
@@ -111,11 +113,15 @@ def train_flow(
     point classified correctly), each step of :func:`half_decades` after it (``step-<s>``:
     evenly spaced in ln t, so that a checkpoint trend, e.g. the KKT residual's, has points
     along the whole run) and the last step (``final``); test accuracy at the checkpoints
-    only. Stops early ("diverged") if the loss is no longer finite."""
+    only. Stops early ("diverged") if the loss is no longer finite. ``device`` (the config
+    key, :func:`ibrobust.device.resolve_device`): the net and the data move there once;
+    checkpoints are CPU tensors and the net ends on the CPU."""
     degree = require_homogeneous(net, "model")
     dtype = _checked_dtype(net, cfg)
-    x, y = x.to(dtype), y.to(torch.int64)
-    test = None if x_test is None else (x_test.to(dtype), y_test.to(torch.int64))
+    dev = resolve_device(device)
+    net.to(dev)
+    x, y = x.to(dev, dtype), y.to(dev, torch.int64)
+    test = None if x_test is None else (x_test.to(dev, dtype), y_test.to(dev, torch.int64))
     params = [p for p in net.parameters() if p.requires_grad]
     t0 = time.perf_counter()
     history: list[dict] = []
@@ -146,7 +152,7 @@ def train_flow(
                 break
             _gd_step(log_l, params, cfg.lr)
     finally:
-        net.eval()
+        net.eval().to("cpu")
     return MarginTrainResult(history, checkpoints, stop_reason, 0, time.perf_counter() - t0)
 
 

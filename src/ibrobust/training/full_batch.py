@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from ibrobust.data.dataset import Dataset
+from ibrobust.device import resolve_device
 from ibrobust.training.losses import supervised_accuracy, supervised_loss
 from ibrobust.training.protocol import Fitted, OnLog
 
@@ -75,7 +76,7 @@ class _Iterates:
         if self.gram:
             self.kern = x @ x.T  # (n, n)
             self.z0 = x @ w0.T  # (n, N)
-            self.coef = torch.zeros(w0.shape[0], x.shape[0], dtype=x.dtype)  # W = W0 + coef X
+            self.coef = x.new_zeros(w0.shape[0], x.shape[0])  # W = W0 + coef X
         else:
             self.w = w0.clone()
 
@@ -165,18 +166,21 @@ def fit_path(
     device: str | None = None,
 ) -> Fitted:
     """The ``gram_gd`` training path (:class:`ibrobust.training.protocol.Trainer`): a
-    ``two_layer`` net's (weight, bias) under GD. Deterministic: ``seed`` and ``device``
-    (CPU) are unused."""
+    ``two_layer`` net's (weight, bias) under GD. Deterministic (``seed`` is unused); the data
+    and weights move to ``device`` (the config key, :func:`ibrobust.device.resolve_device`)
+    once, the state and checkpoints come back on the CPU."""
     cfg = GDConfig(**{k: optimizer[k] for k in GD_KEYS if k in optimizer})
+    dev = resolve_device(device)
     init = {k: v.detach().clone() for k, v in net.state_dict().items()}
-    tr = data.train
-    res = train_gd(
-        tr.x, tr.y, tr.fine, init["weight"], init["bias"], net.readout, supervision, cfg, on_log
-    )
+    tr = data.train.to(dev)
+    w0, b0, readout = (t.to(dev) for t in (init["weight"], init["bias"], net.readout))
+    res = train_gd(tr.x, tr.y, tr.fine, w0, b0, readout, supervision, cfg, on_log)
     return Fitted(
-        state={**init, "weight": res.weight, "bias": res.bias},
+        state={**init, "weight": res.weight.cpu(), "bias": res.bias.cpu()},
         history=res.history,
         epochs=res.epochs,
         converged=res.converged,
-        checkpoints={s: {"weight": w, "bias": b} for s, (w, b) in res.checkpoints.items()},
+        checkpoints={
+            s: {"weight": w.cpu(), "bias": b.cpu()} for s, (w, b) in res.checkpoints.items()
+        },
     )

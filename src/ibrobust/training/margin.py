@@ -40,6 +40,7 @@ from ibrobust.analysis.margin import (
     require_homogeneous,
     stats_from_logits,
 )
+from ibrobust.device import resolve_device
 from ibrobust.seeding import torch_generator
 from ibrobust.updates.loss_based import LossBasedLR, LossBasedLRConfig
 
@@ -180,6 +181,7 @@ def train_margin(
     on_epoch: Callable[[dict], None] | None = None,
     on_checkpoint: Callable[[Checkpoint], None] | None = None,
     should_stop: Callable[[dict], bool] | None = None,
+    device: torch.device | str | None = "cpu",
 ) -> MarginTrainResult:
     """Train ``net`` (in place) on (x (n, *s), y (n,) int64 class ids) with the loss-based
     schedule; ``net`` must be homogeneous (ValueError naming ``model`` otherwise) and have
@@ -188,11 +190,11 @@ def train_margin(
     Inputs are cast to that dtype; logit differences and losses are float64. Batch orders come
     from ``torch_generator(seed, "margin", "batches")`` (a redone epoch draws a new one).
     ``should_stop(row)`` after an accepted epoch may end training early (the last epoch is
-    still checkpointed as "final")."""
+    still checkpointed as "final"). ``device``: see :func:`_to_device`; checkpoints are CPU
+    tensors and the net ends on the CPU."""
     degree = require_homogeneous(net, "model")
     dtype = _checked_dtype(net, cfg)
-    x, y = x.to(dtype), y.to(torch.int64)
-    test = None if x_test is None else (x_test.to(dtype), y_test.to(torch.int64))
+    dev, x, y, test = _to_device(net, x, y, x_test, y_test, dtype, device)
     gen = torch_generator(seed, "margin", "batches")
     opt = torch.optim.SGD(
         [p for p in net.parameters() if p.requires_grad], lr=1.0, momentum=cfg.momentum
@@ -206,7 +208,7 @@ def train_margin(
     while epoch < cfg.epochs:
         saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()))
         alpha, log_eta = sched.alpha, sched.log_eta
-        order = torch.randperm(len(x), generator=gen).split(cfg.batch_size)
+        order = torch.randperm(len(x), generator=gen).to(dev).split(cfg.batch_size)
         diverged = _sgd_epoch(net, opt, sched, x, y, order, torch.finfo(dtype).max)
         stats = _stats(net, x, y, degree, cfg.eval_batch_size)
         if not sched.end_epoch(math.nan if diverged else stats.log10_loss * LOG10):
@@ -225,9 +227,20 @@ def train_margin(
     log.checkpoint(
         Checkpoint("final", epoch, log.history[-1]["log10_train_loss"], None, _state(net))
     )
+    net.to("cpu")
     return MarginTrainResult(
         log.history, log.checkpoints, stop_reason, rollbacks, time.perf_counter() - log.t0
     )
+
+
+def _to_device(net, x, y, x_test, y_test, dtype, device):
+    """Move ``net`` and the data once to ``device`` (the config key,
+    :func:`ibrobust.device.resolve_device`), the inputs cast to ``dtype``; batch orders are
+    drawn on the CPU and moved, so ``auto`` without CUDA is ``cpu`` exactly."""
+    dev = resolve_device(device)
+    net.to(dev)
+    test = None if x_test is None else (x_test.to(dev, dtype), y_test.to(dev, torch.int64))
+    return dev, x.to(dev, dtype), y.to(dev, torch.int64), test
 
 
 def _early_stop(cfg: MarginTrainConfig, stats: MarginStats, row: dict, should_stop) -> str | None:
@@ -299,4 +312,5 @@ def _sgd_epoch(net, opt, sched: LossBasedLR, x, y, batches, max_scale: float) ->
 
 
 def _state(net: nn.Module) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in net.state_dict().items()}
+    """A copy of the net's state on the CPU (what checkpoints.pt holds)."""
+    return {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ibrobust.device import resolve_device  # noqa: F401  (re-exported)
 from ibrobust.kinds import OPTIMIZERS
 from ibrobust.seeding import torch_generator
 from ibrobust.training.adversarial import (
@@ -114,22 +115,6 @@ class NetTrainResult:
 def _optimizer(params, cfg: NetTrainConfig) -> torch.optim.Optimizer:
     """The torch optimizer of ``cfg.algorithm``'s kind module (its ``torch_optimizer``)."""
     return OPTIMIZERS.load(cfg.algorithm).torch_optimizer(params, cfg)
-
-
-def resolve_device(device: torch.device | str | None = None) -> torch.device:
-    """The torch device of the config key ``device``: ``"auto"`` / None = CUDA when
-    ``torch.cuda.is_available()``, else the CPU; ``"cpu"``, ``"cuda"`` or any torch device
-    as given. ``"cuda"`` where CUDA is not available is a ValueError naming the key (not a
-    torch error deep inside the first training step)."""
-    if device is None or device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(
-            f"config key device: {str(device)!r}, but torch.cuda.is_available() is False on "
-            "this machine; use device: auto (CUDA when present, else the CPU) or cpu"
-        )
-    return dev
 
 
 def _epoch(model, x, y, fine, supervision, cfg, opt, bs, gen, perturb, epoch) -> tuple[float, int]:

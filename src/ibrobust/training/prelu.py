@@ -44,6 +44,7 @@ from typing import Any
 import torch
 
 from ibrobust.data.dataset import Dataset
+from ibrobust.device import resolve_device
 from ibrobust.models.prelu import PreluNet
 from ibrobust.seeding import torch_generator
 from ibrobust.training.losses import TRAINING_LOSSES, training_loss
@@ -144,7 +145,7 @@ class _Stack:
         self.n_runs, self.n = len(nets), x.shape[1]
         # rows are gathered with one index_select on a flat (S n, D) view (advanced indexing
         # x[runs, idx] was ~20% of a step at D = 200); expanded (shared) data is not copied
-        run_offsets = (torch.arange(self.n_runs) * self.n).unsqueeze(1)  # (S, 1)
+        run_offsets = (torch.arange(self.n_runs, device=x.device) * self.n).unsqueeze(1)  # (S, 1)
         x_shared, y_shared = x.stride(0) == 0, self.labels.stride(0) == 0
         self.x_rows = x[0] if x_shared else x.reshape(self.n_runs * self.n, x.shape[2])
         self.y_rows = self.labels[0] if y_shared else self.labels.reshape(-1)  # (n | S n,)
@@ -170,9 +171,10 @@ class _Stack:
     def epoch(self, epoch: int) -> list[dict]:
         """One pass of minibatches in a fresh permutation per run; the epoch's records."""
         n, n_runs = self.n, self.n_runs
-        perm = torch.stack([torch.randperm(n, generator=g) for g in self.gens])  # (S, n)
-        loss_sum = torch.zeros(n_runs, dtype=torch.float64)
-        correct = torch.zeros(n_runs, dtype=torch.float64)
+        # the draws on the generators' CPU, moved: the same orders on every device
+        perm = torch.stack([torch.randperm(n, generator=g) for g in self.gens]).to(self.x.device)
+        loss_sum = torch.zeros(n_runs, dtype=torch.float64, device=self.x.device)  # (S,)
+        correct = torch.zeros(n_runs, dtype=torch.float64, device=self.x.device)
         for lo in range(0, n, self.cfg.batch_size):
             idx = perm[:, lo : lo + self.cfg.batch_size]  # (S, B)
             val, cor = self.step(idx)
@@ -351,9 +353,12 @@ def fit_path(
     device: str | None = None,
 ) -> Fitted:
     """The ``prelu`` training path (:class:`ibrobust.training.protocol.Trainer`): the fast
-    loop on the flattened inputs, on the CPU (``device`` is unused); history rows every
-    ``log_every`` epochs and at the last one, with the seconds since the start."""
-    tr = data.train
+    loop on the flattened inputs, on ``device`` (the config key,
+    :func:`ibrobust.device.resolve_device`: the net and the data move there once, the state
+    comes back on the CPU); history rows every ``log_every`` epochs and at the last one, with
+    the seconds since the start."""
+    dev = resolve_device(device)
+    tr = data.train.to(dev)
     fields = prelu_train_fields(optimizer, supervision)
     fields.setdefault("batch_size", len(tr))  # batch_size null = the full batch
     cfg = PreluTrainConfig(**fields)
@@ -370,5 +375,10 @@ def fit_path(
         if on_log is not None:
             on_log(rec)
 
-    res = train_prelu(net, tr.x.flatten(1), labels, cfg, seed, on_epoch=on_epoch)
-    return Fitted(res.model.state_dict(), history, cfg.epochs, converged=False)
+    net.to(dev)
+    try:
+        res = train_prelu(net, tr.x.flatten(1), labels, cfg, seed, on_epoch=on_epoch)
+    finally:
+        net.to("cpu")
+    state = {k: v.cpu() for k, v in res.model.state_dict().items()}
+    return Fitted(state, history, cfg.epochs, converged=False)

@@ -148,8 +148,8 @@ class Adam:
 def evaluate(x, labels, w, v, b, spec, cfg):
     """Full-set (loss (S,), accuracy (S,)) at the current weights."""
     n = x.shape[1]
-    tot = torch.zeros(x.shape[0], dtype=torch.float64)
-    cor = torch.zeros(x.shape[0], dtype=torch.float64)
+    tot = torch.zeros(x.shape[0], dtype=torch.float64, device=x.device)
+    cor = torch.zeros(x.shape[0], dtype=torch.float64, device=x.device)
     for lo in range(0, n, cfg.eval_chunk):
         xb, yb = x[:, lo : lo + cfg.eval_chunk], labels[:, lo : lo + cfg.eval_chunk]
         xt, t = prepare(xb, spec)

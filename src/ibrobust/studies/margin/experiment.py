@@ -15,6 +15,7 @@ smallest upper bound found (the worst case over the attacks).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +30,9 @@ from ibrobust.attacks.minimal_norm import (
     fab_distances,
     pgd_bisection,
 )
+from ibrobust.device import resolve_device
 from ibrobust.models.registry import BuildContext, build_model, model_readout
+from ibrobust.progress import Progress, ticker
 from ibrobust.seeding import torch_generator
 from ibrobust.training.margin import Checkpoint, MarginTrainConfig, config_from_dict
 
@@ -151,39 +154,47 @@ def _certified(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, np
         return {"certified_l2": nan, "certified_l2_pairwise": nan}
     cert = certified_radius(net, x, y)
     return {
-        "certified_l2": cert.radius.numpy(),
-        "certified_l2_pairwise": cert.radius_pairwise.numpy(),
+        "certified_l2": cert.radius.cpu().numpy(),
+        "certified_l2_pairwise": cert.radius_pairwise.cpu().numpy(),
     }
 
 
 def point_robustness(
-    net: nn.Module, x: torch.Tensor, y: torch.Tensor, boxed: bool, cfg: MarginRobustConfig, gen
+    net: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    boxed: bool,
+    cfg: MarginRobustConfig,
+    gen,
+    tick: Callable[[], None] | None = None,
 ) -> pd.DataFrame:
     """One row per point of (x, y) (the caller's first ``attack_points``): margin q, q / rho^L,
     FAB l2 / l_inf distances (NaN without a box), PGD-bisection upper bound (NaN outside the
-    cross-check sample), certificates and ``distance_<norm>`` = the smallest upper bound."""
+    cross-check sample), certificates and ``distance_<norm>`` = the smallest upper bound.
+    ``tick()`` (progress): between the attacks' batches."""
     net = net.eval()
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
     q = margins(eval_logits(net, x), y)
     rho_l = param_norm(net) ** require_homogeneous(net, "model")
-    nan = torch.full((len(x),), math.nan, dtype=torch.float64)
+    nan = torch.full((len(x),), math.nan, dtype=torch.float64, device=x.device)
     fab = {n: nan.clone() for n in NORMS}
     if boxed:
         for norm in NORMS:
-            fab[norm] = fab_distances(net, x, y, FABConfig(norm=norm, n_iter=cfg.fab_iter), seed)
+            fab_cfg = FABConfig(norm=norm, n_iter=cfg.fab_iter)
+            fab[norm] = fab_distances(net, x, y, fab_cfg, seed, tick)
     nb = cfg.bisection_points if boxed else len(x)
     pgd = nan.clone()
     if nb:
         box = (0.0, 1.0) if boxed else None
-        pgd[:nb] = pgd_bisection(net, x[:nb], y[:nb], BisectionConfig(), gen, box)
+        pgd[:nb] = pgd_bisection(net, x[:nb], y[:nb], BisectionConfig(), gen, box, tick)
     df = pd.DataFrame(
         {
             "index": np.arange(len(x)),
-            "margin": q.numpy(),
-            "normalized_margin": (q / rho_l).numpy(),
-            "fab_l2": fab["l2"].numpy(),
-            "fab_linf": fab["linf"].numpy(),
-            "pgd_l2_upper": pgd.numpy(),
+            "margin": q.cpu().numpy(),
+            "normalized_margin": (q / rho_l).cpu().numpy(),
+            "fab_l2": fab["l2"].cpu().numpy(),
+            "fab_linf": fab["linf"].cpu().numpy(),
+            "pgd_l2_upper": pgd.cpu().numpy(),
             **_certified(net, x, y),
         }
     )
@@ -193,29 +204,53 @@ def point_robustness(
 
 
 def checkpoint_robustness(
-    nets: dict[str, nn.Module], data: RunData, cfg: MarginRobustConfig, seed: int
+    nets: dict[str, nn.Module],
+    data: RunData,
+    cfg: MarginRobustConfig,
+    seed: int,
+    progress: Progress | None = None,
+    device: torch.device | str | None = "cpu",
 ) -> pd.DataFrame:
     """:func:`point_robustness` of every checkpoint on the first ``attack_points`` train and
     test points, stacked with ``checkpoint`` and ``split`` columns. A checkpoint whose
     parameters equal an earlier one's (``final`` when training stopped at the epoch of the
     last threshold's checkpoint) is the same net: it gets that checkpoint's rows, not a
-    second attack."""
+    second attack. ``progress``: one unit per attacked (checkpoint, split), ticks between
+    the attacks' batches. ``device`` (the config key, :func:`ibrobust.device.resolve_device`):
+    each net and the points move there once; the random draws stay on the CPU generators."""
+    dev = resolve_device(device)
     n = cfg.attack_points
-    splits = {"train": (data.x[:n], data.y[:n]), "test": (data.x_test[:n], data.y_test[:n])}
+    splits = {
+        "train": (data.x[:n].to(dev), data.y[:n].to(dev)),
+        "test": (data.x_test[:n].to(dev), data.y_test[:n].to(dev)),
+    }
+    same = first_with_same_parameters(nets)  # compared before any net moves
+    progress = progress or Progress()
+    progress.expect(len(splits) * sum(v is None for v in same.values()))
     frames, attacked = [], {}  # attacked: name -> {split: rows}, the distinct nets only
     for name, net in nets.items():
-        same = next((k for k in attacked if same_parameters(nets[k], net)), None)
-        if same is None:
-            attacked[name] = {
-                split: point_robustness(
-                    net, xs, ys, data.boxed, cfg,
-                    torch_generator(seed, "margin", "robustness", name, split),
+        if same[name] is None:
+            net.to(dev)
+            attacked[name] = {}
+            for split, (xs, ys) in splits.items():
+                progress.begin(f"checkpoint {name} {split}")
+                gen = torch_generator(seed, "margin", "robustness", name, split)
+                attacked[name][split] = point_robustness(
+                    net, xs, ys, data.boxed, cfg, gen, ticker(progress)
                 )
-                for split, (xs, ys) in splits.items()
-            }  # fmt: skip
-        rows = attacked[same if same is not None else name]
+                progress.advance()
+        rows = attacked[same[name] or name]
         frames += [df.assign(checkpoint=name, split=split) for split, df in rows.items()]
     return pd.concat(frames, ignore_index=True)
+
+
+def first_with_same_parameters(nets: dict[str, nn.Module]) -> dict[str, str | None]:
+    """name -> the earliest other net with the same parameters (None: the first of its kind)."""
+    same: dict[str, str | None] = {}
+    for name, net in nets.items():
+        firsts = [k for k, v in same.items() if v is None]
+        same[name] = next((k for k in firsts if same_parameters(nets[k], net)), None)
+    return same
 
 
 def same_parameters(a: nn.Module, b: nn.Module) -> bool:

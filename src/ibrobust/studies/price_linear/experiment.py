@@ -1,8 +1,8 @@
 """Study PRICE-LIN glue (Tsilivis, Frank, Srebro, Kempe, NeurIPS 2024, Sec. 5.1).
 
 The sweep is regime (k_w, k_x) x n x eps x algorithm x dataset draw. The workflow runs one
-job per (regime, n, algorithm); inside it every draw x eps fraction is one problem of a
-single vectorised :func:`~ibrobust.training.robust_erm.train_robust_erm` call:
+job per (regime, n); inside it, for each algorithm, every draw x eps fraction is one
+problem of a single vectorised :func:`~ibrobust.training.robust_erm.train_robust_erm` call:
 
 * :func:`~ibrobust.data.teacher.sample_test_set` /
   :func:`~ibrobust.data.teacher.sample_train_draws` (the ``teacher`` dataset kind) draw the
@@ -14,6 +14,8 @@ single vectorised :func:`~ibrobust.training.robust_erm.train_robust_erm` call:
 * :func:`erm_config` maps an ``optimizers`` registry entry plus the study's (shared)
   stopping rule to a :class:`~ibrobust.training.robust_erm.RobustERMConfig`;
 * :func:`metrics_table` evaluates the B solutions in closed form (one row per problem);
+* :func:`run_algorithm` is one algorithm of a job (train, time, tabulate), and
+  :func:`weights_arrays` the job's solutions file;
 * :mod:`ibrobust.studies.price_linear.tables` compares algorithms across jobs
   (cosines, gap differences, the summary table).
 
@@ -24,6 +26,7 @@ at the training eps, and the clean gap (test clean error - train clean error).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -183,7 +186,74 @@ def metrics_table(
     )
 
 
+@dataclass(frozen=True)
+class AlgorithmRun:
+    """One algorithm of a price_train job over every problem of its grid."""
+
+    name: str
+    erm: RobustERMConfig
+    result: RobustERMResult
+    table: pd.DataFrame  # metrics_table with columns optimizer, algorithm first
+    seconds: float  # training wall time
+
+    @property
+    def means(self) -> pd.Series:
+        """Each metric's mean over the problems."""
+        return self.table.drop(columns=["optimizer", "algorithm"]).astype(float).mean()
+
+    def job_metrics(self) -> dict[str, float]:
+        """The MLflow metrics of the job for this algorithm (:data:`JOB_METRICS`, seconds)."""
+        means = self.means
+        out = {f"{self.name}.{m}": float(means[c]) for m, c in JOB_METRICS.items()}
+        return out | {f"{self.name}.train.seconds": self.seconds}
+
+    def describe(self, n_draws: int, n_fractions: int) -> str:
+        """One log line: what ran, how long, how many problems converged or diverged."""
+        r = self.result
+        return (
+            f"{self.name} ({self.erm.algorithm}, {len(self.table)} problems: {n_draws} draws x "
+            f"{n_fractions} eps fractions): {self.seconds:.2f} s; {int(r.converged.sum())} "
+            f"reached the loss threshold {self.erm.loss_threshold:g}, {int(r.diverged.sum())} "
+            f"diverged; mean robust gap {self.means.robust_gap:.3f}"
+        )
+
+
+def run_algorithm(
+    name: str,
+    optimizer: Mapping,
+    stopping: Mapping,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    grid: ProblemGrid,
+    x_test: torch.Tensor,
+    y_test: torch.Tensor,
+) -> AlgorithmRun:
+    """Train the ``optimizers`` entry ``name`` on every problem of ``grid`` (one vectorised
+    robust ERM) and tabulate its solutions (:func:`metrics_table`)."""
+    erm = erm_config(optimizer, stopping)
+    t0 = time.monotonic()
+    result = train_problems(x, y, grid, erm)
+    seconds = time.monotonic() - t0
+    table = metrics_table(result, grid, x, y, x_test, y_test)
+    table.insert(0, "optimizer", name)
+    table.insert(1, "algorithm", algorithm_of(optimizer))
+    return AlgorithmRun(name, erm, result, table, seconds)
+
+
+def weights_arrays(runs: Sequence[AlgorithmRun], grid: ProblemGrid) -> dict[str, np.ndarray]:
+    """The job's solutions file: ``w`` (algorithms, problems, d) in the order of ``runs``,
+    ``optimizer`` names and the grid (``draw``, ``eps_fraction``, ``eps``) per problem."""
+    return {
+        "w": np.stack([r.result.w.numpy() for r in runs]),
+        "optimizer": np.asarray([r.name for r in runs]),
+        "draw": np.asarray(grid.draw),
+        "eps_fraction": np.asarray(grid.eps_fraction),
+        "eps": np.asarray(grid.eps),
+    }
+
+
 __all__ = [
+    "AlgorithmRun",
     "ALGORITHM_LABEL",
     "METRICS",
     "ProblemGrid",
@@ -194,8 +264,10 @@ __all__ = [
     "metrics_table",
     "problem_grid",
     "regime_label",
+    "run_algorithm",
     "sample_test_set",
     "sample_train_draws",
     "teacher_config",
     "train_problems",
+    "weights_arrays",
 ]

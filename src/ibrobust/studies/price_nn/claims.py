@@ -1,227 +1,31 @@
 """Claims of Study PRICE-NN (Tsilivis et al., NeurIPS 2024, Sec. 5.2, App. E-F; docs/studies/
-price_nn.md, "Claims"), kind ``price_nn``.
-
-Our numbers come from ``results/<study>/figures/cells.csv``
-(:func:`ibrobust.studies.price_nn.tables.cells_table`): one row per (arch, n, eps, seed) with
-both algorithms' final numbers side by side (``gd_*`` and ``sd_*``): robust test accuracy
-(the worst case of the final attack set at the training eps, top-1 for the 10-class CNN),
-clean test accuracy, robust train accuracy under the training PGD, whether the run fitted
-(reached its train-loss threshold, the paper's reporting time), the best robust test
-accuracy over its evaluation curve, and its late train-loss instability. Differences are in
-accuracy points, paired by seed (the same training subset and initialisation seed), judged
-only on the seeds where both algorithms fitted.
+price_nn.md, "Claims"), kind ``price_nn``: each with its quote, scope and the derivation of
+its rule. The measurements and what they read (``figures/cells.csv``) are in
+:mod:`ibrobust.studies.price_nn.measures`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-import numpy as np
-import pandas as pd
-
 from ibrobust.claims.citations import TSILIVIS_2024, Citation
-from ibrobust.claims.core import (
-    Claim,
-    Column,
-    Measurement,
-    NotRun,
-    Source,
-    StudyContext,
-    at_least,
-    at_most,
-    between,
-    pooled_slope,
+from ibrobust.claims.core import Claim, StudyContext, at_least, at_most, between
+from ibrobust.studies.price_nn.measures import (
+    EQUIV,
+    PAPER_FC_GAP,
+    SOURCES,
+    TOL,
+    cnn_cell,
+    cnn_instability,
+    cnn_robust_over_erm,
+    cnn_trend,
+    fc_erm,
+    fc_overfitting,
+    fc_robust,
+    fc_robust_over_erm,
+    grid_lacks,
+    needs_half,
 )
 
-ALGS = ("gd", "sd")
-FIELDS = ("robust_test", "clean_test", "robust_train", "robust_test_best", "late_increase")
-SOURCES: dict[str, Source] = {
-    "cells": Source(
-        path="figures/cells.csv",
-        keys={"arch": ("fc", "cnn")},
-        numeric=(
-            Column("n", lo=1),
-            Column("eps", lo=0, hi=1),
-            Column("seed", lo=0),
-            *(Column(f"{a}_{f}", lo=0, hi=1, nan_ok=True) for a in ALGS for f in FIELDS),
-            *(Column(f"{a}_fitted", lo=0, hi=1) for a in ALGS),
-            *(Column(f"{a}_epochs", lo=0, nan_ok=True) for a in ALGS),
-        ),
-        built_by="the study's target (snakemake price_nn; not in the default target)",
-    ),
-}
-POINTS = 100.0  # differences in accuracy points
-PAPER_FC_GAP = 4.11  # Sec. 5.2: SD - GD, mean over 3 seeds
-TOL = 0.10  # docs/studies/README.md, rule P2
-EQUIV = (1.0, 3.0)  # rule P4 in points
-
-
-# ---- selections ------------------------------------------------------------------------------
-def _rows(df: pd.DataFrame, arch: str, robust: bool | None = None) -> pd.DataFrame:
-    sel = df[df["arch"] == arch]
-    if robust is not None:
-        sel = sel[sel["eps"] > 0] if robust else sel[sel["eps"] == 0]
-    if sel.empty:
-        raise NotRun(
-            f"no {arch} rows" + ("" if robust is None else f" at eps {'> 0' if robust else '0'}")
-        )
-    return sel
-
-
-def _fitted(sel: pd.DataFrame) -> pd.DataFrame:
-    return sel[(sel["gd_fitted"] > 0.5) & (sel["sd_fitted"] > 0.5)]
-
-
-def _points(ctx: StudyContext, half: str) -> int | None:
-    return (ctx.config.get(half) or {}).get("attack_points")
-
-
-def _diff(sel: pd.DataFrame, field: str, first: str) -> pd.Series:
-    """``first`` minus the other algorithm's ``field``, in points."""
-    other = "sd" if first == "gd" else "gd"
-    return POINTS * (sel[f"{first}_{field}"] - sel[f"{other}_{field}"])
-
-
-def _seeds(values: pd.Series, sel: pd.DataFrame, note: str, ctx, half) -> Measurement:
-    labels = tuple(f"seed {int(s)}" for s in sel["seed"])
-    return Measurement(
-        tuple(float(v) for v in values), labels=labels, note=note, points=_points(ctx, half)
-    )
-
-
-def _fit_note(all_: pd.DataFrame, fitted: pd.DataFrame) -> str:
-    return f"{len(fitted)} of {len(all_)} seeds with both algorithms fitted"
-
-
-# ---- measurements: the CNN ---------------------------------------------------------------------
-def cnn_cell(n: int, eps: float):
-    """Per seed where both fitted: GD - SD robust test accuracy (points) in one cell."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        sel = _rows(src["cells"], "cnn", True)
-        sel = sel[(sel["n"] == n) & ((sel["eps"] - eps).abs() < 1e-9)]
-        fit = _fitted(sel)
-        if fit.empty:
-            raise NotRun(f"no seed of cell n={n}, eps={eps:g} where both algorithms fitted")
-        return _seeds(_diff(fit, "robust_test", "gd"), fit, _fit_note(sel, fit), ctx, "cnn")
-
-    return compute
-
-
-def cnn_trend(variable: str):
-    """The least-squares slope of GD - SD (points) on ``variable`` (log n, or eps) over the
-    fitted robust-ERM cells, with an intercept per (seed, other variable): the within-cell
-    trend of a two-way layout, not two hand-picked cells."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        robust = _rows(src["cells"], "cnn", True)
-        corner = (robust["n"] == robust["n"].max()) & (
-            (robust["eps"] - robust["eps"].max()).abs() < 1e-9
-        )
-        fit = _fitted(robust[~corner])  # the paper's SD-instability cell: left out, declared
-        if fit.empty:
-            raise NotRun("no fitted CNN cell at eps > 0")
-        other = "eps" if variable == "n" else "n"
-        x = np.log(fit["n"].to_numpy(float)) if variable == "n" else fit["eps"].to_numpy(float)
-        groups = np.array(
-            [f"seed {int(s)}, {other} {v:g}" for s, v in zip(fit["seed"], fit[other], strict=True)]
-        )
-        return pooled_slope(x, _diff(fit, "robust_test", "gd").to_numpy(), groups,
-                            "(cell, seed) pairs", group_name="(seed, row)")  # fmt: skip
-
-    return compute
-
-
-def cnn_robust_over_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-    """At the smallest n, per seed: the mean over the fitted eps > 0 cells of GD - SD robust
-    test accuracy minus GD - SD clean test accuracy under ERM (eps 0)."""
-    df = _rows(src["cells"], "cnn")
-    n0 = int(df["n"].min())
-    df = df[df["n"] == n0]
-    rob = (
-        _fitted(df[df["eps"] > 0])
-        .groupby("seed")
-        .apply(lambda g: _diff(g, "robust_test", "gd").mean())
-    )
-    erm = _fitted(df[df["eps"] == 0]).set_index("seed")
-    if rob.empty or erm.empty:
-        raise NotRun(f"no seed fitted at both eps 0 and eps > 0 with n = {n0}")
-    erm_d = _diff(erm, "clean_test", "gd")
-    seeds = rob.index.intersection(erm_d.index)
-    vals = rob[seeds] - erm_d[seeds]
-    return Measurement(tuple(float(v) for v in vals), labels=tuple(f"seed {s}" for s in seeds),
-                       note=f"n = {n0}", points=_points(ctx, "cnn"))  # fmt: skip
-
-
-def cnn_instability(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-    """In the largest (n, eps) cell, per seed: SD's late train-loss instability (the fraction
-    of the last half of its logged steps whose train loss rose) minus GD's."""
-    df = _rows(src["cells"], "cnn", True)
-    cell = df[(df["n"] == df["n"].max()) & ((df["eps"] - df["eps"].max()).abs() < 1e-9)]
-    cell = cell.dropna(subset=["sd_late_increase", "gd_late_increase"])
-    if cell.empty:
-        raise NotRun("no instability record in the largest (n, eps) cell")
-    vals = cell["sd_late_increase"] - cell["gd_late_increase"]
-    return _seeds(
-        vals, cell, f"n = {int(cell['n'].iloc[0])}, eps = {cell['eps'].iloc[0]:g}", ctx, "cnn"
-    )
-
-
-# ---- measurements: the FC net -------------------------------------------------------------------
-def fc_robust(eps: float):
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        sel = _rows(src["cells"], "fc", True)
-        sel = sel[(sel["eps"] - eps).abs() < 1e-9]
-        fit = _fitted(sel)
-        if fit.empty:
-            raise NotRun(f"no FC seed at eps {eps:g} where both algorithms fitted")
-        return _seeds(_diff(fit, "robust_test", "sd"), fit, _fit_note(sel, fit), ctx, "fc")
-
-    return compute
-
-
-def fc_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-    sel = _rows(src["cells"], "fc", False)
-    fit = _fitted(sel)
-    if fit.empty:
-        raise NotRun("no FC seed under ERM where both algorithms fitted")
-    return _seeds(_diff(fit, "clean_test", "sd"), fit, _fit_note(sel, fit), ctx, "fc")
-
-
-def fc_robust_over_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-    df = _rows(src["cells"], "fc")
-    rob = (
-        _fitted(df[df["eps"] > 0])
-        .groupby("seed")
-        .apply(lambda g: _diff(g, "robust_test", "sd").mean())
-    )
-    erm = _fitted(df[df["eps"] == 0]).set_index("seed")
-    if rob.empty or erm.empty:
-        raise NotRun("no FC seed fitted both under ERM and under robust ERM")
-    erm_d = _diff(erm, "clean_test", "sd")
-    seeds = rob.index.intersection(erm_d.index)
-    vals = rob[seeds] - erm_d[seeds]
-    return Measurement(tuple(float(v) for v in vals), labels=tuple(f"seed {s}" for s in seeds),
-                       points=_points(ctx, "fc"))  # fmt: skip
-
-
-def fc_overfitting(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-    """Per fitted seed under robust ERM: GD's robust overfitting (best robust test accuracy
-    over its evaluation curve minus the final) minus SD's, in points."""
-    sel = _fitted(_rows(src["cells"], "fc", True)).dropna(
-        subset=["gd_robust_test_best", "sd_robust_test_best"]
-    )
-    if sel.empty:
-        raise NotRun("no fitted FC seed with evaluation curves under robust ERM")
-    over = {a: POINTS * (sel[f"{a}_robust_test_best"] - sel[f"{a}_robust_test"]) for a in ALGS}
-    return _seeds(over["gd"] - over["sd"], sel, "", ctx, "fc")
-
-
-def _needs(half: str):
-    def applies(ctx: StudyContext) -> str | None:
-        return None if ctx.config.get(half) else f"the study has no {half} half"
-
-    return applies
+__all__ = ["SOURCES", "claims", "cnn_cell"]
 
 
 # ---- where the claims come from -----------------------------------------------------------------
@@ -266,7 +70,8 @@ def _grid(ctx: StudyContext, half: str) -> tuple[list[int], list[float]]:
     return [int(n) for n in part.get("n_train", [])], [float(e) for e in part.get("eps", [])]
 
 
-def claims(ctx: StudyContext) -> list[Claim]:
+def _cnn_cells(ctx: StudyContext) -> list[Claim]:
+    """price_nn.cnn_gd_ahead, one row per robust-ERM cell of the CNN grid."""
     out: list[Claim] = []
     ns, epss = _grid(ctx, "cnn")
     for n in ns:
@@ -287,10 +92,15 @@ def claims(ctx: StudyContext) -> list[Claim]:
                     rule=at_least("GD - SD", 0.0, 0.0, strict=True),
                     compute=cnn_cell(n, eps),
                     sources=("cells",),
-                    applies=_needs("cnn"),
+                    applies=needs_half("cnn"),
                 )
             )
-    out += [
+    return out
+
+
+def _cnn_trends() -> list[Claim]:
+    """The CNN's trends over the grid (in log n and in eps)."""
+    return [
         Claim(
             id="price_nn.cnn_gap_smaller_n",
             setting="CNN, fitted robust-ERM cells",
@@ -307,7 +117,8 @@ def claims(ctx: StudyContext) -> list[Claim]:
             rule=at_most("slope per unit log n", 0.0, 0.0, strict=True),
             compute=cnn_trend("n"),
             sources=("cells",),
-            applies=_needs("cnn"),
+            applies=needs_half("cnn"),
+            not_applicable=grid_lacks("cnn", ns=2),
         ),
         Claim(
             id="price_nn.cnn_gap_larger_eps",
@@ -324,8 +135,15 @@ def claims(ctx: StudyContext) -> list[Claim]:
             rule=at_least("slope per unit eps", 0.0, 0.0, strict=True),
             compute=cnn_trend("eps"),
             sources=("cells",),
-            applies=_needs("cnn"),
+            applies=needs_half("cnn"),
+            not_applicable=grid_lacks("cnn", robust_eps=2),
         ),
+    ]
+
+
+def _cnn_erm_and_corner() -> list[Claim]:
+    """The CNN: robust ERM against ERM at the smallest n; SD's instability in the corner."""
+    return [
         Claim(
             id="price_nn.cnn_robust_over_erm",
             setting="CNN, the smallest n: robust-ERM cells vs eps = 0",
@@ -346,7 +164,8 @@ def claims(ctx: StudyContext) -> list[Claim]:
             rule=at_least("difference", 0.0, 0.0, strict=True),
             compute=cnn_robust_over_erm,
             sources=("cells",),
-            applies=_needs("cnn"),
+            applies=needs_half("cnn"),
+            not_applicable=grid_lacks("cnn", erm=True),
         ),
         Claim(
             id="price_nn.cnn_sd_unstable",
@@ -367,9 +186,14 @@ def claims(ctx: StudyContext) -> list[Claim]:
             rule=at_least("SD - GD late increase fraction", 0.0, 0.0, strict=True),
             compute=cnn_instability,
             sources=("cells",),
-            applies=_needs("cnn"),
+            applies=needs_half("cnn"),
         ),
     ]
+
+
+def _fc_robust(ctx: StudyContext) -> list[Claim]:
+    """price_nn.fc_sd_beats_gd, one row per robust-ERM radius of the FC grid."""
+    out: list[Claim] = []
     _, fc_eps = _grid(ctx, "fc")
     strong = round(PAPER_FC_GAP * (1 - TOL), 2)
     for eps in (e for e in fc_eps if e > 0):
@@ -392,10 +216,15 @@ def claims(ctx: StudyContext) -> list[Claim]:
                 rule=at_least("SD - GD", strong, 0.0, strict=True),
                 compute=fc_robust(eps),
                 sources=("cells",),
-                applies=_needs("fc"),
+                applies=needs_half("fc"),
             )
         )
-    out += [
+    return out
+
+
+def _fc_erm() -> list[Claim]:
+    """The FC net under ERM, and the gap under robust ERM against ERM."""
+    return [
         Claim(
             id="price_nn.fc_erm_alike",
             setting="FC net, MNIST 2 vs 7, ERM (eps 0)",
@@ -413,7 +242,8 @@ def claims(ctx: StudyContext) -> list[Claim]:
             rule=between("SD - GD", (-EQUIV[0], EQUIV[0]), (-EQUIV[1], EQUIV[1])),
             compute=fc_erm,
             sources=("cells",),
-            applies=_needs("fc"),
+            applies=needs_half("fc"),
+            not_applicable=grid_lacks("fc", robust_eps=0, erm=True),
         ),
         Claim(
             id="price_nn.fc_gap_larger_robust",
@@ -433,8 +263,15 @@ def claims(ctx: StudyContext) -> list[Claim]:
             rule=at_least("difference", 0.0, 0.0, strict=True),
             compute=fc_robust_over_erm,
             sources=("cells",),
-            applies=_needs("fc"),
+            applies=needs_half("fc"),
+            not_applicable=grid_lacks("fc", erm=True),
         ),
+    ]
+
+
+def _fc_overfits() -> list[Claim]:
+    """The FC net's robust overfitting under GD against SD."""
+    return [
         Claim(
             id="price_nn.fc_gd_overfits",
             setting="FC net, MNIST 2 vs 7, robust ERM, evaluation curves",
@@ -446,15 +283,20 @@ def claims(ctx: StudyContext) -> list[Claim]:
                 FC,
             ),
             derivation="Robust overfitting = the robust test accuracy falling from its best "
-            "evaluation to the end of training. No number: strong = weak (P5): GD's fall "
+            "evaluation to the end of training, both read on the same evaluation curve (the "
+            "training PGD on the same test points). No number: strong = weak (P5): GD's fall "
             "minus SD's > 0, paired by seed.",
             paper="GD overfits robustly late in training, SD does not",
-            measure="per fitted seed: (GD best - final robust test accuracy) - (SD best - "
-            "final), points",
+            measure="per fitted seed: (GD best - last robust test accuracy of its evaluation "
+            "curve) - (SD best - last), points",
             rule=at_least("GD overfitting - SD overfitting", 0.0, 0.0, strict=True),
             compute=fc_overfitting,
             sources=("cells",),
-            applies=_needs("fc"),
+            applies=needs_half("fc"),
         ),
     ]
-    return out
+
+
+def claims(ctx: StudyContext) -> list[Claim]:
+    return [*_cnn_cells(ctx), *_cnn_trends(), *_cnn_erm_and_corner(), *_fc_robust(ctx),
+            *_fc_erm(), *_fc_overfits()]  # fmt: skip

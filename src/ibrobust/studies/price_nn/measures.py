@@ -1,0 +1,245 @@
+"""Study PRICE-NN's claim measurements (the catalog: :mod:`ibrobust.studies.price_nn.claims`).
+
+They read ``results/<study>/figures/cells.csv``
+(:func:`ibrobust.studies.price_nn.tables.cells_table`): one row per (arch, n, eps, seed) with
+both algorithms' final numbers side by side (``gd_*`` and ``sd_*``): robust test accuracy
+(the worst case of the final attack set at the training eps, top-1 for the 10-class CNN),
+clean test accuracy, robust train accuracy under the training PGD, whether the run fitted
+(CNN: reached its train-loss threshold, the paper's reporting time; FC: 100 % robust train
+accuracy), the robust test accuracy of its evaluation curve at the end and at its best point
+(training PGD), and its late train-loss instability. Differences are in accuracy points,
+paired by seed (the same training subset and initialisation seed), judged only on the seeds
+where both algorithms fitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ibrobust.claims.core import (
+    Column,
+    Measurement,
+    NotRun,
+    Source,
+    StudyContext,
+    pooled_slope,
+)
+
+ALGS = ("gd", "sd")
+FIELDS = ("robust_test", "clean_test", "robust_train", "robust_test_end", "robust_test_best",
+          "late_increase")  # fmt: skip
+SOURCES: dict[str, Source] = {
+    "cells": Source(
+        path="figures/cells.csv",
+        keys={"arch": ("fc", "cnn")},
+        numeric=(
+            Column("n", lo=1),
+            Column("eps", lo=0, hi=1),
+            Column("seed", lo=0),
+            *(Column(f"{a}_{f}", lo=0, hi=1, nan_ok=True) for a in ALGS for f in FIELDS),
+            *(Column(f"{a}_fitted", lo=0, hi=1) for a in ALGS),
+            *(Column(f"{a}_epochs", lo=0, nan_ok=True) for a in ALGS),
+        ),
+        built_by="the study's target (snakemake price_nn; not in the default target)",
+    ),
+}
+POINTS = 100.0  # differences in accuracy points
+PAPER_FC_GAP = 4.11  # Sec. 5.2: SD - GD, mean over 3 seeds
+TOL = 0.10  # docs/studies/README.md, rule P2
+EQUIV = (1.0, 3.0)  # rule P4 in points
+
+
+# ---- selections ------------------------------------------------------------------------------
+def _rows(df: pd.DataFrame, arch: str, robust: bool | None = None) -> pd.DataFrame:
+    sel = df[df["arch"] == arch]
+    if robust is not None:
+        sel = sel[sel["eps"] > 0] if robust else sel[sel["eps"] == 0]
+    if sel.empty:
+        raise NotRun(
+            f"no {arch} rows" + ("" if robust is None else f" at eps {'> 0' if robust else '0'}")
+        )
+    return sel
+
+
+def _fitted(sel: pd.DataFrame) -> pd.DataFrame:
+    return sel[(sel["gd_fitted"] > 0.5) & (sel["sd_fitted"] > 0.5)]
+
+
+def _points(ctx: StudyContext, half: str) -> int | None:
+    return (ctx.config.get(half) or {}).get("attack_points")
+
+
+def _diff(sel: pd.DataFrame, field: str, first: str) -> pd.Series:
+    """``first`` minus the other algorithm's ``field``, in points."""
+    other = "sd" if first == "gd" else "gd"
+    return POINTS * (sel[f"{first}_{field}"] - sel[f"{other}_{field}"])
+
+
+def _seeds(values: pd.Series, sel: pd.DataFrame, note: str, ctx, half) -> Measurement:
+    labels = tuple(f"seed {int(s)}" for s in sel["seed"])
+    return Measurement(
+        tuple(float(v) for v in values), labels=labels, note=note, points=_points(ctx, half)
+    )
+
+
+def _fit_note(all_: pd.DataFrame, fitted: pd.DataFrame) -> str:
+    return f"{len(fitted)} of {len(all_)} seeds with both algorithms fitted"
+
+
+# ---- measurements: the CNN ---------------------------------------------------------------------
+def cnn_cell(n: int, eps: float):
+    """Per seed where both fitted: GD - SD robust test accuracy (points) in one cell."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        sel = _rows(src["cells"], "cnn", True)
+        sel = sel[(sel["n"] == n) & ((sel["eps"] - eps).abs() < 1e-9)]
+        fit = _fitted(sel)
+        if fit.empty:
+            raise NotRun(f"no seed of cell n={n}, eps={eps:g} where both algorithms fitted")
+        return _seeds(_diff(fit, "robust_test", "gd"), fit, _fit_note(sel, fit), ctx, "cnn")
+
+    return compute
+
+
+def cnn_trend(variable: str):
+    """The least-squares slope of GD - SD (points) on ``variable`` (log n, or eps) over the
+    fitted robust-ERM cells, with an intercept per (seed, other variable): the within-cell
+    trend of a two-way layout, not two hand-picked cells."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        robust = _rows(src["cells"], "cnn", True)
+        corner = (robust["n"] == robust["n"].max()) & (
+            (robust["eps"] - robust["eps"].max()).abs() < 1e-9
+        )
+        fit = _fitted(robust[~corner])  # the paper's SD-instability cell: left out, declared
+        if fit.empty:
+            raise NotRun("no fitted CNN cell at eps > 0")
+        other = "eps" if variable == "n" else "n"
+        x = np.log(fit["n"].to_numpy(float)) if variable == "n" else fit["eps"].to_numpy(float)
+        groups = np.array(
+            [f"seed {int(s)}, {other} {v:g}" for s, v in zip(fit["seed"], fit[other], strict=True)]
+        )
+        return pooled_slope(x, _diff(fit, "robust_test", "gd").to_numpy(), groups,
+                            "(cell, seed) pairs", group_name="(seed, row)")  # fmt: skip
+
+    return compute
+
+
+def cnn_robust_over_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+    """At the smallest n, per seed: the mean over the fitted eps > 0 cells of GD - SD robust
+    test accuracy minus GD - SD clean test accuracy under ERM (eps 0)."""
+    df = _rows(src["cells"], "cnn")
+    n0 = int(df["n"].min())
+    df = df[df["n"] == n0]
+    rob = (
+        _fitted(df[df["eps"] > 0])
+        .groupby("seed")
+        .apply(lambda g: _diff(g, "robust_test", "gd").mean())
+    )
+    erm = _fitted(df[df["eps"] == 0]).set_index("seed")
+    if rob.empty or erm.empty:
+        raise NotRun(f"no seed fitted at both eps 0 and eps > 0 with n = {n0}")
+    erm_d = _diff(erm, "clean_test", "gd")
+    seeds = rob.index.intersection(erm_d.index)
+    vals = rob[seeds] - erm_d[seeds]
+    return Measurement(tuple(float(v) for v in vals), labels=tuple(f"seed {s}" for s in seeds),
+                       note=f"n = {n0}", points=_points(ctx, "cnn"))  # fmt: skip
+
+
+def cnn_instability(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+    """In the largest (n, eps) cell, per seed: SD's late train-loss instability (the fraction
+    of the last half of its logged steps whose train loss rose) minus GD's."""
+    df = _rows(src["cells"], "cnn", True)
+    cell = df[(df["n"] == df["n"].max()) & ((df["eps"] - df["eps"].max()).abs() < 1e-9)]
+    cell = cell.dropna(subset=["sd_late_increase", "gd_late_increase"])
+    if cell.empty:
+        raise NotRun("no instability record in the largest (n, eps) cell")
+    vals = cell["sd_late_increase"] - cell["gd_late_increase"]
+    return _seeds(
+        vals, cell, f"n = {int(cell['n'].iloc[0])}, eps = {cell['eps'].iloc[0]:g}", ctx, "cnn"
+    )
+
+
+# ---- measurements: the FC net -------------------------------------------------------------------
+def fc_robust(eps: float):
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        sel = _rows(src["cells"], "fc", True)
+        sel = sel[(sel["eps"] - eps).abs() < 1e-9]
+        fit = _fitted(sel)
+        if fit.empty:
+            raise NotRun(f"no FC seed at eps {eps:g} where both algorithms fitted")
+        return _seeds(_diff(fit, "robust_test", "sd"), fit, _fit_note(sel, fit), ctx, "fc")
+
+    return compute
+
+
+def fc_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+    sel = _rows(src["cells"], "fc", False)
+    fit = _fitted(sel)
+    if fit.empty:
+        raise NotRun("no FC seed under ERM where both algorithms fitted")
+    return _seeds(_diff(fit, "clean_test", "sd"), fit, _fit_note(sel, fit), ctx, "fc")
+
+
+def fc_robust_over_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+    df = _rows(src["cells"], "fc")
+    rob = (
+        _fitted(df[df["eps"] > 0])
+        .groupby("seed")
+        .apply(lambda g: _diff(g, "robust_test", "sd").mean())
+    )
+    erm = _fitted(df[df["eps"] == 0]).set_index("seed")
+    if rob.empty or erm.empty:
+        raise NotRun("no FC seed fitted both under ERM and under robust ERM")
+    erm_d = _diff(erm, "clean_test", "sd")
+    seeds = rob.index.intersection(erm_d.index)
+    vals = rob[seeds] - erm_d[seeds]
+    return Measurement(tuple(float(v) for v in vals), labels=tuple(f"seed {s}" for s in seeds),
+                       points=_points(ctx, "fc"))  # fmt: skip
+
+
+def fc_overfitting(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+    """Per fitted seed under robust ERM: GD's robust overfitting (the best robust test
+    accuracy of its evaluation curve minus the curve's last point: the same attack, the
+    training PGD, on the same evaluation points) minus SD's, in points."""
+    curve = [f"{a}_robust_test_{p}" for a in ALGS for p in ("best", "end")]
+    sel = _fitted(_rows(src["cells"], "fc", True)).dropna(subset=curve)
+    if sel.empty:
+        raise NotRun("no fitted FC seed with evaluation curves under robust ERM")
+    over = {a: POINTS * (sel[f"{a}_robust_test_best"] - sel[f"{a}_robust_test_end"]) for a in ALGS}
+    return _seeds(over["gd"] - over["sd"], sel, "", ctx, "fc")
+
+
+def needs_half(half: str):
+    """``applies``: the claim is not run when the study has no such half (a scale rung)."""
+
+    def applies(ctx: StudyContext) -> str | None:
+        return None if ctx.config.get(half) else f"the study has no {half} half"
+
+    return applies
+
+
+def grid_lacks(half: str, *, ns: int = 1, robust_eps: int = 1, erm: bool = False):
+    """``not_applicable``: why the half's grid cannot test the claim by construction (fewer
+    than ``ns`` training-set sizes, fewer than ``robust_eps`` radii > 0, no eps = 0 when
+    ``erm``), or None. A half the study lacks is ``needs_half``'s (not run)."""
+
+    def reason(ctx: StudyContext) -> str | None:
+        part = ctx.config.get(half)
+        if not part:
+            return None
+        n_count = len(set(part.get("n_train") or ()))
+        eps = [float(e) for e in part.get("eps") or ()]
+        robust = len({e for e in eps if e > 0})
+        if n_count < ns:
+            return f"the {half} grid has {n_count} training-set size(s): a trend in n needs {ns}"
+        if robust < robust_eps:
+            return f"the {half} grid has {robust} radius(es) eps > 0: the claim needs {robust_eps}"
+        if erm and 0.0 not in eps:
+            return f"the {half} grid has no eps = 0: the claim compares with plain ERM"
+        return None
+
+    return reason
