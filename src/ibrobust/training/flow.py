@@ -22,7 +22,6 @@ from ibrobust.analysis.margin import (
     require_homogeneous,
     stats_from_logits,
 )
-from ibrobust.device import resolve_device
 from ibrobust.training.margin import (
     DTYPES,
     PAPER_CHECKPOINTS,
@@ -31,6 +30,7 @@ from ibrobust.training.margin import (
     _accuracy,
     _checked_dtype,
     _state,
+    _to_device,
     epoch_row,
 )
 
@@ -117,11 +117,7 @@ def train_flow(
     key, :func:`ibrobust.device.resolve_device`): the net and the data move there once;
     checkpoints are CPU tensors and the net ends on the CPU."""
     degree = require_homogeneous(net, "model")
-    dtype = _checked_dtype(net, cfg)
-    dev = resolve_device(device)
-    net.to(dev)
-    x, y = x.to(dev, dtype), y.to(dev, torch.int64)
-    test = None if x_test is None else (x_test.to(dev, dtype), y_test.to(dev, torch.int64))
+    _, x, y, test = _to_device(net, x, y, x_test, y_test, _checked_dtype(net, cfg), device)
     params = [p for p in net.parameters() if p.requires_grad]
     t0 = time.perf_counter()
     history: list[dict] = []

@@ -196,9 +196,7 @@ def train_margin(
     dtype = _checked_dtype(net, cfg)
     dev, x, y, test = _to_device(net, x, y, x_test, y_test, dtype, device)
     gen = torch_generator(seed, "margin", "batches")
-    opt = torch.optim.SGD(
-        [p for p in net.parameters() if p.requires_grad], lr=1.0, momentum=cfg.momentum
-    )
+    opt = _sgd(net, cfg)
     log = _Log(cfg, net, test, time.perf_counter(), on_epoch, on_checkpoint)
     stats = _stats(net, x, y, degree, cfg.eval_batch_size)
     sched = LossBasedLR(cfg.schedule, stats.log10_loss * LOG10)
@@ -230,6 +228,14 @@ def train_margin(
     net.to("cpu")
     return MarginTrainResult(
         log.history, log.checkpoints, stop_reason, rollbacks, time.perf_counter() - log.t0
+    )
+
+
+def _sgd(net: nn.Module, cfg: MarginTrainConfig) -> torch.optim.SGD:
+    """SGD over the trainable parameters with the config's momentum and lr 1: the loss-based
+    schedule's step scale multiplies each batch's gradient (:func:`_sgd_epoch`)."""
+    return torch.optim.SGD(
+        [p for p in net.parameters() if p.requires_grad], lr=1.0, momentum=cfg.momentum
     )
 
 
