@@ -177,8 +177,8 @@ def check(cfg: dict, st: dict, where: str) -> None:
     for h in HALVES:
         if st.get(h) is not None:
             half = {**st[h], "kind": st["kind"], "supervisions": [supervision(st[h])]}
+            _check_half(cfg, half, f"{where}.{h}")  # names first: hard cells read them
             _check_hard_cells(cfg, half, f"{where}.{h}")
-            _check_half(cfg, half, f"{where}.{h}")
 
 
 def _check_hard_cells(cfg: dict, half: dict, w: str) -> None:
