@@ -33,33 +33,24 @@ NS, FRACTIONS, DRAWS = STUDY["n_train"], STUDY["eps_fractions"], STUDY["draws"]
 MAX_ITERS = STUDY["stopping"]["max_iters"]
 
 # Jobs of the tiny price config, by hand:
-#   price_test_data:  one per regime                                   2
-#   price_train_data: regime x n = 2 x 2                               4
-#   price_train:      regime x n x algorithm = 2 x 2 x 3               12
-#   price_gap_figure, price_cosine_figure, price_summary_table: 1 each  3
-#   price_gap_difference_figure: robust and clean                      2
-#   claims: the claims ledger over the summary                         1
-#   all                                                                1   -> 25
+#   price_test_data:      one per regime                                          2
+#   price_train:          regime x n = 2 x 2 (draws the training sets and runs
+#                         every algorithm on them)                                4
+#   price_linear_figures: the study's figures and tables                          1
+#   claims:               the claims ledger over the summary                      1
+#   all                                                                           1   -> 9
 EXPECTED_JOBS = Counter(
     price_test_data=2,
-    price_train_data=4,
-    price_train=12,
-    price_gap_figure=1,
-    price_gap_difference_figure=2,
-    price_cosine_figure=1,
-    price_summary_table=1,
+    price_train=4,
+    price_linear_figures=1,
     claims=1,
     all=1,
 )
 FIGURES = ["gap_vs_n", "gap_difference_robust", "gap_difference_clean", "solution_cosines"]
-# the figures and the summary; the claims ledger reads the summary, so it reruns with it
-FIGURE_JOBS = Counter(
-    price_gap_figure=1,
-    price_gap_difference_figure=2,
-    price_cosine_figure=1,
-    price_summary_table=1,
-    claims=1,
-)
+# the figures and tables; the claims ledger reads the summary, so it reruns with it
+FIGURE_JOBS = Counter(price_linear_figures=1, claims=1)
+# what one price_train job (one regime, one n) writes
+TRAIN_FILES = ["data.npz", "data.json", "metrics.csv", "weights.npz"]
 
 
 def run_price(workdir: Path, *args: str, extra: tuple[Path, ...] = (), timeout: float = 900) -> Run:
@@ -71,12 +62,7 @@ def declared_outputs(study: str = "price_linear") -> list[str]:
     for ds in REGIMES:
         out += [f"results/{study}/{ds}/data/test.npz", f"results/{study}/{ds}/data/test.json"]
         for n in NS:
-            out += [f"results/{study}/{ds}/data/n{n}.npz", f"results/{study}/{ds}/data/n{n}.json"]
-            for o in OPTIMIZERS:
-                out += [
-                    f"results/{study}/{ds}/{o}/n{n}/metrics.csv",
-                    f"results/{study}/{ds}/{o}/n{n}/weights.npz",
-                ]
+            out += [f"results/{study}/{ds}/n{n}/{f}" for f in TRAIN_FILES]
     for f in FIGURES:
         out += [f"results/{study}/figures/{f}{ext}" for ext in (".png", ".pdf", ".csv")]
     return out + [f"results/{study}/figures/summary.csv", f"results/{study}/figures/summary.md"]
@@ -112,13 +98,12 @@ def test_dry_run_plans_every_price_rule(tmp_path):
     plan = parse_dry_run(run_price(tmp_path, "-n", timeout=120))
     assert plan.stats == EXPECTED_JOBS
     train = plan.of("price_train")
-    assert {
-        (j.wildcards["dataset"], j.wildcards["optimizer"], int(j.wildcards["n"])) for j in train
-    } == {(ds, o, n) for ds in REGIMES for o in OPTIMIZERS for n in NS}
-    assert {j.wildcards["gap"] for j in plan.of("price_gap_difference_figure")} == {
-        "robust",
-        "clean",
+    assert {(j.wildcards["dataset"], int(j.wildcards["n"])) for j in train} == {
+        (ds, n) for ds in REGIMES for n in NS
     }
+    assert {j.wildcards["dataset"] for j in plan.of("price_test_data")} == set(REGIMES)
+    (figures,) = plan.of("price_linear_figures")
+    assert figures.wildcards == {"study": "price_linear"}
     assert not (tmp_path / "results").exists(), "a dry run must not write results"
 
 
@@ -129,20 +114,21 @@ def test_full_run_writes_every_declared_output(price_run):
     for f in FIGURES:
         w, h = png_size(price_run.results / "price_linear" / "figures" / f"{f}.png")
         assert w > 100 and h > 100
+    bench, logs = price_run.results / "benchmarks", price_run.results / "logs"
     for ds in REGIMES:
+        assert (bench / "price_test_data" / "price_linear" / f"{ds}.tsv").is_file()
+        assert (logs / "price_test_data" / "price_linear" / f"{ds}.log").is_file()
         for n in NS:
-            for o in OPTIMIZERS:
-                tail = f"{ds}/{o}/n{n}.tsv"
-                assert (
-                    price_run.results / "benchmarks" / "price_train" / "price_linear" / tail
-                ).is_file()
-                assert (
-                    price_run.results
-                    / "logs"
-                    / "price_train"
-                    / "price_linear"
-                    / tail.replace(".tsv", ".log")
-                ).is_file()
+            assert (bench / "price_train" / "price_linear" / ds / f"n{n}.tsv").is_file()
+            assert (logs / "price_train" / "price_linear" / ds / f"n{n}.log").is_file()
+    assert (logs / "figures" / "price_linear" / "price_linear.log").is_file()
+    # one job per (regime, n): no per-algorithm run folders and no separate data files
+    for ds in REGIMES:
+        study_dir = price_run.results / "price_linear" / ds
+        assert sorted(p.name for p in study_dir.iterdir()) == sorted(
+            ["data", *(f"n{n}" for n in NS)]
+        )
+        assert sorted(p.name for p in (study_dir / "data").iterdir()) == ["test.json", "test.npz"]
 
 
 def test_metrics_are_sane(price_run):
@@ -165,6 +151,30 @@ def test_metrics_are_sane(price_run):
     assert (df.l1_norm >= df.l2_norm - 1e-12).all() and (df.l2_norm > 0).all()
     # gamma* is per draw: the same for every algorithm and eps at a given (regime, n, draw)
     assert (df.groupby(["dataset", "n", "draw"]).gamma.nunique() == 1).all()
+    # each price_train job: every algorithm on every draw x eps fraction of its own draws,
+    # with the gamma* of the training sets it wrote
+    for ds in REGIMES:
+        for n in NS:
+            run = price_run.results / "price_linear" / ds / f"n{n}"
+            m = pd.read_csv(run / "metrics.csv")
+            assert len(m) == len(OPTIMIZERS) * len(DRAWS) * len(FRACTIONS)
+            assert list(dict.fromkeys(m.optimizer)) == OPTIMIZERS
+            assert set(zip(m.draw, m.eps_fraction, strict=True)) == {
+                (r, f) for r in DRAWS for f in FRACTIONS
+            }
+            data = np.load(run / "data.npz")
+            assert data["x"].shape[:2] == (len(DRAWS), n) and list(data["draws"]) == DRAWS
+            assert (data["gamma"] > 0).all()
+            gamma = dict(zip(data["draws"].tolist(), data["gamma"].tolist(), strict=True))
+            np.testing.assert_allclose(m.gamma, m.draw.map(gamma))
+            np.testing.assert_allclose(m.eps, m.eps_fraction * m.gamma)
+            w = np.load(run / "weights.npz")
+            assert list(w["optimizer"]) == OPTIMIZERS
+            assert w["w"].shape == (
+                len(OPTIMIZERS),
+                len(DRAWS) * len(FRACTIONS),
+                data["x"].shape[2],
+            )
     cos = pd.read_csv(fig / "solution_cosines.csv")
     assert cos.cosine.between(-1 - 1e-9, 1 + 1e-9).all()
     assert len(cos) == len(REGIMES) * len(NS) * 3 * len(DRAWS) * len(FRACTIONS)  # 3 pairs
@@ -184,12 +194,21 @@ def test_every_job_is_an_mlflow_run(price_run):
         rows = con.execute(
             "select value, count(*) from tags where key = 'ibrobust.rule' group by value"
         ).fetchall()
-        metric = con.execute("select count(*) from metrics where key = 'gap.robust'").fetchone()[0]
+        metrics = dict(
+            con.execute(
+                "select key, count(*) from metrics where key like '%gap.robust' "
+                "or key = 'data.gamma' group by key"
+            ).fetchall()
+        )
     rules = dict(rows)
     for rule, count in EXPECTED_JOBS.items():
         if rule != "all":
             assert rules.get(rule) == count, rules
-    assert metric == EXPECTED_JOBS["price_train"] * len(FRACTIONS)
+    # every price_train job logs each algorithm's mean gaps once and gamma* once per draw
+    assert metrics == {
+        **{f"{o}.gap.robust": EXPECTED_JOBS["price_train"] for o in OPTIMIZERS},
+        "data.gamma": EXPECTED_JOBS["price_train"] * len(DRAWS),
+    }, metrics
 
 
 def test_nothing_to_do_after_a_run(price_run, tmp_path):
@@ -204,13 +223,9 @@ def test_adding_one_n_plans_only_its_jobs_and_the_figures(price_run, tmp_path):
         tmp_path / "more_n.yaml", {"studies": {"price_linear": {"n_train": [*NS, 32]}}}
     )
     plan = parse_dry_run(run_price(work, "-n", extra=(extra,), timeout=120))
-    assert (
-        plan.stats
-        == Counter(price_train_data=len(REGIMES), price_train=len(REGIMES) * len(OPTIMIZERS), all=1)
-        + FIGURE_JOBS
-    )
-    assert {j.wildcards["n"] for j in plan.of("price_train") + plan.of("price_train_data")} == {
-        "32"
+    assert plan.stats == Counter(price_train=len(REGIMES), all=1) + FIGURE_JOBS
+    assert {(j.wildcards["dataset"], j.wildcards["n"]) for j in plan.of("price_train")} == {
+        (ds, "32") for ds in REGIMES
     }
 
 
@@ -226,18 +241,10 @@ def test_adding_one_regime_plans_only_its_jobs_and_the_figures(price_run, tmp_pa
         },
     )
     plan = parse_dry_run(run_price(work, "-n", extra=(extra,), timeout=120))
-    assert (
-        plan.stats
-        == Counter(
-            price_test_data=1,
-            price_train_data=len(NS),
-            price_train=len(NS) * len(OPTIMIZERS),
-            all=1,
-        )
-        + FIGURE_JOBS
-    )
-    new = plan.of("price_test_data") + plan.of("price_train_data") + plan.of("price_train")
+    assert plan.stats == Counter(price_test_data=1, price_train=len(NS), all=1) + FIGURE_JOBS
+    new = plan.of("price_test_data") + plan.of("price_train")
     assert {j.wildcards["dataset"] for j in new} == {"tiny_w16_x2"}
+    assert {int(j.wildcards["n"]) for j in plan.of("price_train")} == set(NS)
 
 
 def test_plot_options_rerun_only_figures(price_run, tmp_path):
@@ -247,10 +254,12 @@ def test_plot_options_rerun_only_figures(price_run, tmp_path):
     )
     plan = parse_dry_run(run_price(work, "-n", extra=(extra,), timeout=120))
     assert plan.stats == FIGURE_JOBS + Counter(all=1)
-    # the summary table takes no plot options: it reruns only because the cosine CSV it
-    # reads is redrawn
-    (summary,) = plan.of("price_summary_table")
-    assert "Params have changed" not in summary.reason, summary.reason
+    # the figures job reruns for its changed plot options; the claims ledger takes no plot
+    # options: it reruns only because the summary it reads is rewritten
+    (figures,) = plan.of("price_linear_figures")
+    assert "Params have changed" in figures.reason, figures.reason
+    (claims,) = plan.of("claims")
+    assert "Params have changed" not in claims.reason, claims.reason
 
 
 def test_report_has_every_figure(price_run, tmp_path):
