@@ -1,6 +1,6 @@
 """Study FA-IMAGES end to end on a tiny fake image set (an .npz source the test writes).
 
-The same generic rules as Study FA (dataset, train, analyze, attack, cosine_figure) plus
+The same generic rules as Study FA (dataset, train, analyze, attack) plus
 the image study's figure and summary; the data root comes from ``--config data_root=``.
 """
 
@@ -23,9 +23,7 @@ EXPECTED = Counter(
     analyze=2,
     attack=1,  # the 2-class net (one score)
     attack_readouts_tiny_images=1,  # the 10-class net, one job for every readout of the study
-    cosine_figure=1,
-    images_robust_figure=1,
-    images_summary_table=1,
+    fa_images_figures=1,  # cosine heatmaps, robust curves and the summary: one job (9acb318)
     claims=1,  # the claims ledger over the study's summary
     all=1,
 )
