@@ -128,7 +128,8 @@ DATA = _job("dataset", ["results/datasets/d/seed0/data.npz"], dataset="d", seed=
 CLAIMS = _job("claims", ["results/claims/all/claims.md"])
 FA_TRAIN = _job("train", ["results/fa/d/m/o/binary/seed0/model.pt"], study="fa")
 PRICE = _job("price_train", ["results/price_linear/r/lin_gd/n8/metrics.csv"], study="price_linear")
-PRELU_FIG = _job("prelu_table1", ["results/prelu/figures/table1.csv"])  # no study wildcard
+# no study wildcard given: the study is read from the output path
+PRELU_FIG = _job("prelu_mnist_figures", ["results/prelu/figures/table1.csv"])
 
 
 def test_the_name_lists_the_studies_that_run_then_the_targets():

@@ -74,7 +74,7 @@ def test_run_name_puts_what_tells_runs_apart_first():
     assert _job.run_name("price_train", {"study": "p", "dataset": "r", "n": "16"}) == (
         "price_train n16/r @p"
     )
-    assert _job.run_name("fa_summary_table", {"study": "fa"}) == "fa_summary_table - @fa"
+    assert _job.run_name("fa_figures", {"study": "fa"}) == "fa_figures - @fa"
 
 
 @pytest.fixture

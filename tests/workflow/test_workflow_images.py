@@ -1,7 +1,8 @@
 """Study FA-IMAGES end to end on a tiny fake image set (an .npz source the test writes).
 
-The same generic rules as Study FA (dataset, train, analyze, attack) plus
-the image study's figure and summary; the data root comes from ``--config data_root=``.
+The same generic rules as Study FA (dataset, train, analyze, attack) plus the image study's
+one figures-and-tables job (cosine heatmaps, robust curves, summary); the data root comes
+from ``--config data_root=``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ EXPECTED = Counter(
     analyze=2,
     attack=1,  # the 2-class net (one score)
     attack_readouts_tiny_images=1,  # the 10-class net, one job for every readout of the study
-    fa_images_figures=1,  # cosine heatmaps, robust curves and the summary: one job (9acb318)
+    fa_images_figures=1,  # cosine heatmaps, robust curves and the summary
     claims=1,  # the claims ledger over the study's summary
     all=1,
 )
