@@ -91,8 +91,10 @@ OVERLAY = {
         "price_linear",
         mnist=False,
         rules=("price_test_data", "price_train", "price_linear_figures"),
-        # the overlay's new n = 512: one weight vector per (draw, eps fraction) of d = 512
-        arch=("teacher_w4_x512/lin_cd/n512/weights.npz", "w", (12, 512)),
+        # the overlay's new n = 512: one price_train job per (regime, n) writes every
+        # algorithm's weight vector per (draw, eps fraction) of d = 512 (lin_gd, lin_cd,
+        # lin_sd, diag_gd)
+        arch=("teacher_w4_x512/n512/weights.npz", "w", (4, 12, 512)),
     ),
 }
 # configs/*_paper.yaml that are not paper scale (no smoke run of their own)
@@ -224,7 +226,7 @@ def _state(path: Path) -> dict:
         import numpy as np
 
         with np.load(path) as z:
-            return {k: torch.from_numpy(z[k]) for k in z.files}
+            return {k: z[k] for k in z.files}  # arrays (names too): only shapes are read
     saved = torch.load(path, map_location="cpu", weights_only=True)
     if path.name == "checkpoints.pt":  # checkpoint name -> {..., "state_dict": ...}
         saved = saved["final"]
