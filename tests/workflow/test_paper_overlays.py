@@ -82,7 +82,7 @@ OVERLAY = {
         rules=(*NET, "price_nn_figures"),
         # the Madry CNN at paper width: 1024 dense units on conv64's 7 x 7 maps
         arch=(
-            "mnist_2v7@n_train=40/madry_cnn_cpu/price_cnn_sd@eps=0.3/binary/seed0/model.pt",
+            "mnist10@n_train=40/madry_cnn_cpu/price_cnn_sd_hard@eps=0.3/multiclass/seed0/model.pt",
             "body.6.1.weight",
             (1024, 3136),
         ),

@@ -46,6 +46,7 @@ class Source:
     numeric: tuple[Column, ...]
     checks: tuple[Check, ...] = ()
     built_by: str = ""  # which target builds it, for "not run: output absent" reasons
+    empty_ok: bool = False  # a header without rows is valid (a study without that part)
 
 
 def load_source(path: str | Path, source: Source) -> pd.DataFrame:
@@ -56,7 +57,7 @@ def load_source(path: str | Path, source: Source) -> pd.DataFrame:
         df = pd.read_csv(path)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise SummaryError(f"{path}: cannot read it as CSV ({err})") from None
-    if df.empty:
+    if df.empty and not source.empty_ok:
         raise SummaryError(f"{path}: no rows")
     for key, allowed in source.keys.items():
         if key not in df:
