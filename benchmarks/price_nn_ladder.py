@@ -39,11 +39,20 @@ fit (``--stop-width-on-miss``: its remaining seeds and algorithms are not run). 
 data only: no test accuracy, no claim, no verdict is involved. ``--select TAG`` applies
 the rule to the records of a tag (:func:`select_width`).
 
+The FC learning-rate rule (issue 37 item 4; docs/studies/price_nn.md, "The FC learning
+rates"; written down before its runs): on the study's FC robust cell (MNIST 2 vs 7,
+n = 100, eps = 0.1, seeds 0, 1, 2, 3,000 steps), :func:`search_rates` over the grid
+{1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 1e-1}; a run fits when its final
+net has robust train error 0 (the study's FC fit rule, ``FIT_RULE["fc"]``). ``--search-rates``
+runs it (resumable: records already under ``--tag`` are read, not retrained).
+
     L="nice -n 5 python benchmarks/price_nn_ladder.py --data-root ../shared/data --out results/benchmarks/price_nn_ladder"
     $L --tag lr --n 100 --eps 0.2 --width 2 --lrs 0.05 0.1 0.2 --seeds 0 --max-steps 400
     $L --tag ladder --n 100 --eps 0.2 --width 1 2 4 --seeds 0 1 2 --max-steps 1500
     $L --tag fc_lr --arch fc --n 100 --eps 0.1 --lrs 1e-3 2e-3 5e-3 1e-2 2e-2 --max-steps 3000
     $L --tag ladder_hardest --n 50 --eps 0.2 --width 1 2 4 8 --seeds 0 1 2 --stop-width-on-miss
+    $L --tag fc_rates --arch fc --n 100 --eps 0.1 --search-rates --thresholds 1e-12 \
+        --max-steps 3000 --lrs 1e-4 2e-4 5e-4 1e-3 2e-3 5e-3 1e-2 2e-2 5e-2 1e-1
     $L --table
     $L --select ladder_hardest
 """
@@ -64,6 +73,7 @@ from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.data.registry import make_dataset
 from ibrobust.models.registry import BuildContext, build_model, model_readout
 from ibrobust.seeding import torch_generator
+from ibrobust.studies.price_nn.rows import FIT_RULE
 from ibrobust.training.adversarial import perturb_batch
 from ibrobust.training.losses import supervised_correct
 from ibrobust.training.network import NetTrainConfig, net_train_fields, train_network
@@ -89,13 +99,62 @@ def first_fit(history: list[dict], threshold: float) -> int | None:
 
 
 def fits(rec: dict) -> bool:
-    """A ladder run fits: it reached its smallest loss threshold (the cell's ``stop_loss``)
-    with the perturbed batch classified without error, and its final robust train error
-    (fresh training PGD, every training image) is 0."""
+    """A ladder run fits, by the study's fit rule for its arch (``FIT_RULE``): its final
+    robust train error (fresh training PGD, every training image) is 0 and, for a CNN
+    ("threshold"), it reached its smallest loss threshold (the cell's ``stop_loss``) with the
+    perturbed batch classified without error; an FC run ("end": a fixed number of steps)
+    needs only the first."""
     if rec.get("diverged"):
         return False
+    if rec["robust_train_err"] != 0.0:
+        return False
+    if FIT_RULE.get(rec.get("arch", "cnn"), "threshold") == "end":
+        return True
     smallest = min(rec["reached"], key=float)
-    return rec["reached"][smallest] is not None and rec["robust_train_err"] == 0.0
+    return rec["reached"][smallest] is not None
+
+
+def search_rates(fit, rates, seeds=(0, 1, 2), algorithms=("gd", "sd")) -> dict:
+    """The FC learning-rate search (docs/studies/price_nn.md, "The FC learning rates").
+
+    ``fit(algorithm, lr, seed) -> bool`` trains (or looks up) one run. A (algorithm, rate)
+    *fits* when every seed fits; its seeds are tried in order and it is out at its first
+    seed that does not fit. (1) Per algorithm, the rates in decreasing order until one fits:
+    ``r[a]``, the largest fitting rate (None if none). (2) The common rate: no rate above
+    ``m = min(r)`` fits the algorithm whose ``r`` is ``m``, so the largest rate fitting both
+    is at most ``m``; from ``m`` down, the other algorithm, and where it fits the first one,
+    until a rate fits both. (3) Returns ``{"common": rate or None, "per_algorithm": r,
+    "lr": {a: rate}, "fitting_seeds": {a: count}}``: the common rate for both where it
+    exists (the paper's setting), else each algorithm's own ``r[a]``. (4) An algorithm with
+    no fitting rate is run on every seed at every rate (no stop at a miss) and gets the rate
+    at which the most seeds fit, the largest on ties; the claims then use the seeds where
+    both fit. ``fitting_seeds`` counts the seeds that fit at the chosen rate.
+    """
+    order = sorted(rates, reverse=True)
+    memo: dict[tuple, bool] = {}
+
+    def fits_all(a, lr) -> bool:
+        if (a, lr) not in memo:
+            memo[(a, lr)] = all(fit(a, lr, s) for s in seeds)  # all() stops at a miss
+        return memo[(a, lr)]
+
+    largest = {a: next((lr for lr in order if fits_all(a, lr)), None) for a in algorithms}
+    common = None
+    if all(v is not None for v in largest.values()):
+        m = min(largest.values())
+        first = min(algorithms, key=lambda a: (largest[a], algorithms.index(a)))
+        others = [a for a in algorithms if a != first]
+        for lr in (r for r in order if r <= m):
+            if all(fits_all(a, lr) for a in others) and fits_all(first, lr):
+                common = lr
+                break
+    lr_of = {a: common for a in algorithms} if common is not None else dict(largest)
+    n_fit = {a: len(seeds) for a in algorithms if lr_of[a] is not None}
+    for a in (a for a in algorithms if lr_of[a] is None):
+        counts = {lr: sum(bool(fit(a, lr, s)) for s in seeds) for lr in order}
+        lr_of[a] = max(order, key=lambda lr: (counts[lr], lr))
+        n_fit[a] = counts[lr_of[a]]
+    return {"common": common, "per_algorithm": largest, "lr": lr_of, "fitting_seeds": n_fit}
 
 
 def select_width(recs: list[dict], seeds=(0, 1, 2), algorithms=("gd", "sd")) -> float | None:
@@ -179,11 +238,45 @@ def run_cell(cfg: dict, args, arch: str, opt_name: str, lr: float | None, width,
     return rec
 
 
+def _records(out: Path, tag: str) -> list[dict]:
+    path = out / "cells.jsonl"
+    if not path.exists():
+        return []
+    recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in recs if r["tag"] == tag]
+
+
+def _append(out: Path, rec: dict) -> None:
+    with open(out / "cells.jsonl", "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    print(json.dumps({k: v for k, v in rec.items() if k != "loss_every_50"}), flush=True)
+
+
+def run_search(cfg: dict, args, out: Path) -> None:
+    """:func:`search_rates` over ``--lrs`` for the arch's two optimizers, each run recorded
+    under ``--tag`` (a run already recorded there is read, not trained again: resumable)."""
+    opt_of = {algorithm(cfg["optimizers"][o]): o for o in (args.optimizers or ARCH[args.arch][2])}
+    done = {(r["algorithm"], float(r["lr"]), int(r["seed"])): r for r in _records(out, args.tag)}
+
+    def fit(alg: str, lr: float, seed: int) -> bool:
+        key = (alg, float(lr), int(seed))
+        if key not in done:
+            done[key] = run_cell(cfg, args, args.arch, opt_of[alg], lr, None, seed)
+            _append(out, done[key])
+        return fits(done[key])
+
+    result = search_rates(fit, args.lrs, tuple(args.seeds), tuple(opt_of))
+    print(json.dumps({"tag": args.tag, **result}))
+
+
 def run(args) -> None:
     torch.set_num_threads(1)
     cfg = yaml.safe_load((ROOT / args.config).read_text())
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.search_rates:
+        run_search(cfg, args, out)
+        return
     arch = args.arch
     opts = args.optimizers or list(ARCH[arch][2])
     lrs = args.lrs or [None]
@@ -196,10 +289,7 @@ def run(args) -> None:
                     if missed:
                         break
                     rec = run_cell(cfg, args, arch, opt_name, lr, width, seed)
-                    with open(out / "cells.jsonl", "a") as f:
-                        f.write(json.dumps(rec) + "\n")
-                    print(json.dumps({k: v for k, v in rec.items() if k != "loss_every_50"}),
-                          flush=True)  # fmt: skip
+                    _append(out, rec)
                     missed = args.stop_width_on_miss and not fits(rec)
 
 
@@ -262,6 +352,8 @@ def main() -> None:
     ap.add_argument("--thresholds", type=float, nargs="+", default=[0.1, 0.05, 0.02, 0.01])
     ap.add_argument("--stop-width-on-miss", action="store_true",
                     help="a width is out at its first run that does not fit")  # fmt: skip
+    ap.add_argument("--search-rates", action="store_true",
+                    help="the FC learning-rate search over --lrs (search_rates)")  # fmt: skip
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--select", metavar="TAG", help="the width the selection rule picks")
     args = ap.parse_args()
