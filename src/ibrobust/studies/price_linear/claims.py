@@ -255,7 +255,8 @@ def _dense_claims(rg: dict[str, str]) -> list[Claim]:
             f"before any run (the figure's eps is lost in the text): eps = {FIG1_FRACTION:g} "
             "gamma*, the middle robust-ERM cell. Weak (the same direction): > 0.",
             paper="> 0.20 at small n (Fig. 1 bottom)",
-            measure="per draw: gap(GD) - gap(CD) at the smallest n, mean over the robust-ERM cells",
+            measure=f"per draw: gap(GD) - gap(CD) at the smallest n and eps = {FIG1_FRACTION:g} "
+            "gamma* (one cell)",
             rule=at_least("gap difference", 0.20, 0.0, strict=True),
             compute=small_n_edge("dense/dense"),
             sources=("summary", "problems"),
