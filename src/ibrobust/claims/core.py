@@ -111,6 +111,12 @@ class Claim:
         return decide(self.rule, m, level)
 
 
+def testable_only_if(testable: bool, reason: str) -> Callable[[StudyContext], str | None] | None:
+    """A claim's ``not_applicable`` for a scope fixed when the claim is built (e.g. by the
+    study's k): None where the study can test it, else a function returning ``reason``."""
+    return None if testable else (lambda ctx: reason)
+
+
 def restricted(
     claims: Sequence[Claim],
     cell: Mapping[str, str],

@@ -8,7 +8,7 @@ import math
 from dataclasses import replace
 
 from ibrobust.claims.citations import FIGURE_READING
-from ibrobust.claims.core import Claim, at_least, between
+from ibrobust.claims.core import Claim, at_least, between, testable_only_if
 from ibrobust.studies.feature_averaging.measures import (
     binary_over_theory,
     first_order_ratio,
@@ -101,14 +101,12 @@ def _scoped(claim: Claim, strong_hi: float, robust: float, k: int) -> Claim:
     fa.universal_radius; the source's figure is at k = 10). At a smaller k the study cannot
     tell an averaging net's radius from the robust construction's, so the claim is not
     applicable there (the rule shown keeps the strong region; no verdict is drawn)."""
-    if robust > strong_hi:
-        return claim
     reason = (
         f"at k = {k} the robust construction's radius 0.4 sqrt(k) = {robust} x sqrt(d/k) is "
         f"not above the strong region's end {strong_hi:g}: the study cannot separate a "
         "non-robust radius of order sqrt(d/k) from a robust one (the source's k is 10)"
     )
-    return replace(claim, not_applicable=lambda ctx: reason)
+    return replace(claim, not_applicable=testable_only_if(robust > strong_hi, reason))
 
 
 def reference_claim(ds: str, tag: str, k: int) -> Claim:
@@ -144,7 +142,7 @@ def reference_claim(ds: str, tag: str, k: int) -> Claim:
         compute=reference_over_sqrt_d(ds),
         # the averaging net's order 1/sqrt(k) x sqrt(d) is below the construction's 0.4 only
         # for k >= 7: at a smaller k the two orders cannot be told apart
-        not_applicable=None if weak < 0.4 else lambda ctx: reason,
+        not_applicable=testable_only_if(weak < 0.4, reason),
     )
 
 
@@ -183,5 +181,5 @@ def gradient_claim(ds: str, tag: str, k: int) -> Claim:
         compute=first_order_ratio(ds),
         sources=("margin_gradient",),
         # the derivation's ratio sqrt(k/8) less 10 % exceeds the direction's 1 only for k >= 10
-        not_applicable=None if c * (1 - TOL) > 1.0 else lambda ctx: reason,
+        not_applicable=testable_only_if(c * (1 - TOL) > 1.0, reason),
     )
