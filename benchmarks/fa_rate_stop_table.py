@@ -3,7 +3,7 @@ prints, never asserts).
 
 Reads the studies of ``configs/fa_rate_stop.yaml`` (one per (rate, stop) cell, each a cut
 of Study FA) after they ran, and computes, with the claims' own compute functions
-(:mod:`ibrobust.studies.feature_averaging.claims`): the same-class cosine
+(:mod:`ibrobust.studies.feature_averaging.measures`): the same-class cosine
 (``fa.cosine_blocks``, raw and x sqrt(k/2)), the averaging index (``fa.averaging_index``)
 and the binary radius (``fa.binary_radius``: critical radius of the worst case over the
 attacks / sqrt(d/k)), per seed; beside them GD's steps (``train.steps`` of metrics.json)
@@ -27,7 +27,7 @@ import yaml
 
 from ibrobust.claims.core import StudyContext
 from ibrobust.claims.intervals import t_interval
-from ibrobust.studies.feature_averaging.claims import (
+from ibrobust.studies.feature_averaging.measures import (
     BINARY,
     binary_over_theory,
     column_of,
