@@ -133,20 +133,8 @@ def cnn_robust_over_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> M
     test accuracy minus GD - SD clean test accuracy under ERM (eps 0)."""
     df = _rows(src["cells"], "cnn")
     n0 = int(df["n"].min())
-    df = df[df["n"] == n0]
-    rob = (
-        _fitted(df[df["eps"] > 0])
-        .groupby("seed")
-        .apply(lambda g: _diff(g, "robust_test", "gd").mean())
-    )
-    erm = _fitted(df[df["eps"] == 0]).set_index("seed")
-    if rob.empty or erm.empty:
-        raise NotRun(f"no seed fitted at both eps 0 and eps > 0 with n = {n0}")
-    erm_d = _diff(erm, "clean_test", "gd")
-    seeds = rob.index.intersection(erm_d.index)
-    vals = rob[seeds] - erm_d[seeds]
-    return Measurement(tuple(float(v) for v in vals), labels=tuple(f"seed {s}" for s in seeds),
-                       note=f"n = {n0}", points=_points(ctx, "cnn"))  # fmt: skip
+    vals, labels = _robust_minus_erm(df[df["n"] == n0], "gd", f" with n = {n0}")
+    return Measurement(vals, labels=labels, note=f"n = {n0}", points=_points(ctx, "cnn"))
 
 
 def cnn_instability(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
@@ -185,20 +173,26 @@ def fc_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
 
 
 def fc_robust_over_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-    df = _rows(src["cells"], "fc")
+    vals, labels = _robust_minus_erm(_rows(src["cells"], "fc"), "sd", "")
+    return Measurement(vals, labels=labels, points=_points(ctx, "fc"))
+
+
+def _robust_minus_erm(df: pd.DataFrame, ahead: str, where: str) -> tuple[tuple, tuple]:
+    """Per seed fitted both under robust ERM and under ERM: the mean over the fitted eps > 0
+    cells of the ``ahead`` algorithm's robust test accuracy edge minus its clean test
+    accuracy edge under ERM (eps 0), in points; with the labels "seed <s>"."""
     rob = (
         _fitted(df[df["eps"] > 0])
         .groupby("seed")
-        .apply(lambda g: _diff(g, "robust_test", "sd").mean())
+        .apply(lambda g: _diff(g, "robust_test", ahead).mean())
     )
     erm = _fitted(df[df["eps"] == 0]).set_index("seed")
     if rob.empty or erm.empty:
-        raise NotRun("no FC seed fitted both under ERM and under robust ERM")
-    erm_d = _diff(erm, "clean_test", "sd")
+        raise NotRun(f"no seed fitted both under ERM and under robust ERM{where}")
+    erm_d = _diff(erm, "clean_test", ahead)
     seeds = rob.index.intersection(erm_d.index)
     vals = rob[seeds] - erm_d[seeds]
-    return Measurement(tuple(float(v) for v in vals), labels=tuple(f"seed {s}" for s in seeds),
-                       points=_points(ctx, "fc"))  # fmt: skip
+    return tuple(float(v) for v in vals), tuple(f"seed {int(s)}" for s in seeds)
 
 
 def fc_overfitting(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
