@@ -554,7 +554,8 @@ def test_price_nn_cnn_trends_over_the_grid(tmp_path):
     # robust ERM over ERM at n = 50 (the corner is n = 200): mean over eps of GD - SD per
     # seed (5, 6.05, 6.95) minus the clean difference at eps 0 (1 each): (4, 5.05, 5.95)
     row = one(df, "price_nn", "price_nn.cnn_robust_over_erm")
-    assert row.verdict == HOLDS and row.note == "n = 50"
+    assert row.verdict == HOLDS
+    assert row.note == "n = 50; 3 of 3 seeds with both fitted under ERM and robust ERM"
     assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((4.0, 5.05, 5.95), T_975_2))
     # the opposite trends do not hold
     flipped = {k: tuple(-v for v in vs) for k, vs in TREND.items()}
@@ -626,9 +627,28 @@ def test_price_nn_fc_claims(tmp_path):
     assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((2.0, 3.0, 4.0), T_975_2))
     # an unfitted FC seed is left out of every FC comparison
     cells = price_nn_cells(fc_robust={0.1: (6.0, 7.0, 30.0)}, unfitted=[("fc", 100, 0.1, 2)])
-    row = one(ledger(tmp_path, NN, {PRICE_NN: cells}), "price_nn", "price_nn.fc_sd_beats_gd")
-    assert row.note == "2 of 3 seeds with both algorithms fitted" and row.n == 2
+    df = ledger(tmp_path, NN, {PRICE_NN: cells})
+    row = one(df, "price_nn", "price_nn.fc_sd_beats_gd")
+    gd, sd = (NN["optimizers"][f"price_fc_{a}"]["lr"] for a in ("gd", "sd"))
+    assert gd != sd  # the study's rates: each its largest fitting one (docs/studies/price_nn.md)
+    rates = f"GD lr {gd:g}, SD lr {sd:g}"
+    assert row.note == f"2 of 3 seeds with both algorithms fitted; {rates}" and row.n == 2
     assert row.ours_mean == pytest.approx(6.5)
+    # every FC row says how many seeds it stands on and the rates
+    assert one(df, "price_nn", "price_nn.fc_gd_overfits").note == (
+        f"2 of 3 seeds with both algorithms fitted; {rates}"
+    )
+    assert one(df, "price_nn", "price_nn.fc_gap_larger_robust").note == (
+        f"2 of 3 seeds with both fitted under ERM and robust ERM; {rates}"
+    )
+
+
+def test_price_nn_fc_note_names_one_common_rate(tmp_path):
+    cfg = _nn_config()
+    cfg["optimizers"]["price_fc_sd"]["lr"] = cfg["optimizers"]["price_fc_gd"]["lr"] = 0.01
+    df = ledger(tmp_path, cfg, {PRICE_NN: price_nn_cells(fc_robust={0.1: (1.0, 2.0, 3.0)})})
+    row = one(df, "price_nn", "price_nn.fc_sd_beats_gd")
+    assert row.note == "3 of 3 seeds with both algorithms fitted; GD and SD at lr 0.01"
 
 
 def test_price_nn_not_run_paths(tmp_path):

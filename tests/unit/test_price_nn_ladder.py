@@ -42,8 +42,11 @@ def test_common_rate_is_the_largest_fitting_both():
     assert res["common"] == 1e-2
     assert res["lr"] == {"gd": 1e-2, "sd": 1e-2}
     assert res["fitting_seeds"] == {"gd": 3, "sd": 3}
-    # SD at 0.1 is out at seed 0; SD at 1e-3 is never needed
-    assert ("sd", 0.1, 1) not in calls and ("sd", 1e-3, 0) not in calls
+    # exactly the runs the rule needs: GD's 0.1 on every seed, SD out at 0.1's seed 0, SD's
+    # 0.01, then GD's 0.01 as the common candidate; SD at 1e-3 is never needed
+    assert calls == [("gd", 0.1, s) for s in (0, 1, 2)] + [("sd", 0.1, 0)] + [
+        ("sd", 1e-2, s) for s in (0, 1, 2)
+    ] + [("gd", 1e-2, s) for s in (0, 1, 2)]
 
 
 def test_no_common_rate_falls_back_to_each_algorithms_largest():
@@ -65,6 +68,47 @@ def test_common_rate_below_the_smaller_largest_rate():
     res = ladder.search_rates(fit, RATES)
     assert res["per_algorithm"] == {"gd": 0.1, "sd": 1e-2}
     assert res["common"] == 1e-3 and res["lr"] == {"gd": 1e-3, "sd": 1e-3}
+
+
+def test_a_common_rate_needs_both_at_that_rate_not_only_the_other():
+    # below m = 0.1 GD fits at 0.01 but SD does not; both fit at 1e-3: an implementation
+    # that took the first rate where the other algorithm fits would return 0.01
+    fit, _ = oracle({("gd", 0.1): ALL, ("sd", 0.1): ALL, ("gd", 1e-2): ALL,
+                     ("gd", 1e-3): ALL, ("sd", 1e-3): ALL})  # fmt: skip
+    res = ladder.search_rates(fit, RATES)
+    assert res["per_algorithm"] == {"gd": 0.1, "sd": 0.1}
+    assert res["common"] == 0.1  # equal largest rates: that rate is common
+
+
+def test_below_m_both_must_fit():
+    fit, calls = oracle({("gd", 0.1): ALL, ("sd", 0.1): {0}, ("sd", 1e-2): ALL,
+                         ("gd", 1e-3): ALL, ("sd", 1e-3): ALL})  # fmt: skip
+    # m = 0.01 (SD); GD misses there, both fit at 1e-3
+    res = ladder.search_rates(fit, RATES)
+    assert res["per_algorithm"] == {"gd": 0.1, "sd": 1e-2}
+    assert res["common"] == 1e-3 and res["lr"] == {"gd": 1e-3, "sd": 1e-3}
+    assert ("gd", 1e-2, 0) in calls and ("gd", 1e-2, 1) not in calls
+
+
+def test_below_m_the_first_algorithm_is_checked_too():
+    # m = 0.01 (SD's largest); GD misses at 0.01, fits at 1e-3 where SD misses; both fit at
+    # 1e-4. An implementation that took the first rate below m where GD fits, without
+    # checking SD there, would return 1e-3.
+    rates = [1e-4, 1e-3, 1e-2, 1e-1]
+    fit, _ = oracle({("gd", 0.1): ALL, ("sd", 1e-2): ALL, ("gd", 1e-3): ALL,
+                     ("sd", 1e-3): {0, 1}, ("gd", 1e-4): ALL, ("sd", 1e-4): ALL})  # fmt: skip
+    res = ladder.search_rates(fit, rates)
+    assert res["per_algorithm"] == {"gd": 0.1, "sd": 1e-2}
+    assert res["common"] == 1e-4 and res["lr"] == {"gd": 1e-4, "sd": 1e-4}
+
+
+def test_neither_algorithm_fits_anywhere():
+    fit, calls = oracle({})
+    res = ladder.search_rates(fit, RATES)
+    assert res["common"] is None and res["per_algorithm"] == {"gd": None, "sd": None}
+    # the fallback runs every seed at every rate and takes the largest rate on the 0-0 tie
+    assert res["lr"] == {"gd": 0.1, "sd": 0.1} and res["fitting_seeds"] == {"gd": 0, "sd": 0}
+    assert len(set(calls)) == 2 * len(RATES) * 3
 
 
 def test_an_algorithm_that_never_fits_every_seed_gets_its_best_rate():

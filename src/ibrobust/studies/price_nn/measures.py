@@ -89,6 +89,23 @@ def _fit_note(all_: pd.DataFrame, fitted: pd.DataFrame) -> str:
     return f"{len(fitted)} of {len(all_)} seeds with both algorithms fitted"
 
 
+def _rates(ctx: StudyContext, half: str) -> str:
+    """The half's learning rates from the config, e.g. "GD lr 0.05, SD lr 0.0005" (the paper
+    trains its FC net at one rate for both; the ledger says where the study does not)."""
+    names = (ctx.config.get(half) or {}).get("optimizers", [])
+    opts = [ctx.optimizers[n] for n in names if n in ctx.optimizers]
+    lr = {("SD" if o.get("norm") == "linf" else "GD"): o.get("lr") for o in opts}
+    if set(lr) != {"GD", "SD"}:
+        return ""
+    if lr["GD"] == lr["SD"]:
+        return f"GD and SD at lr {lr['GD']:g}"
+    return f"GD lr {lr['GD']:g}, SD lr {lr['SD']:g}"
+
+
+def _fc_note(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
 # ---- measurements: the CNN ---------------------------------------------------------------------
 def cnn_cell(n: int, eps: float):
     """Per seed where both fitted: GD - SD robust test accuracy (points) in one cell."""
@@ -133,8 +150,8 @@ def cnn_robust_over_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> M
     test accuracy minus GD - SD clean test accuracy under ERM (eps 0)."""
     df = _rows(src["cells"], "cnn")
     n0 = int(df["n"].min())
-    vals, labels = _robust_minus_erm(df[df["n"] == n0], "gd", f" with n = {n0}")
-    return Measurement(vals, labels=labels, note=f"n = {n0}", points=_points(ctx, "cnn"))
+    vals, labels, fitted = _robust_minus_erm(df[df["n"] == n0], "gd", f" with n = {n0}")
+    return Measurement(vals, labels=labels, note=f"n = {n0}; {fitted}", points=_points(ctx, "cnn"))
 
 
 def cnn_instability(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
@@ -159,7 +176,8 @@ def fc_robust(eps: float):
         fit = _fitted(sel)
         if fit.empty:
             raise NotRun(f"no FC seed at eps {eps:g} where both algorithms fitted")
-        return _seeds(_diff(fit, "robust_test", "sd"), fit, _fit_note(sel, fit), ctx, "fc")
+        note = _fc_note(_fit_note(sel, fit), _rates(ctx, "fc"))
+        return _seeds(_diff(fit, "robust_test", "sd"), fit, note, ctx, "fc")
 
     return compute
 
@@ -169,18 +187,21 @@ def fc_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
     fit = _fitted(sel)
     if fit.empty:
         raise NotRun("no FC seed under ERM where both algorithms fitted")
-    return _seeds(_diff(fit, "clean_test", "sd"), fit, _fit_note(sel, fit), ctx, "fc")
+    note = _fc_note(_fit_note(sel, fit), _rates(ctx, "fc"))
+    return _seeds(_diff(fit, "clean_test", "sd"), fit, note, ctx, "fc")
 
 
 def fc_robust_over_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-    vals, labels = _robust_minus_erm(_rows(src["cells"], "fc"), "sd", "")
-    return Measurement(vals, labels=labels, points=_points(ctx, "fc"))
+    vals, labels, fitted = _robust_minus_erm(_rows(src["cells"], "fc"), "sd", "")
+    note = _fc_note(fitted, _rates(ctx, "fc"))
+    return Measurement(vals, labels=labels, note=note, points=_points(ctx, "fc"))
 
 
-def _robust_minus_erm(df: pd.DataFrame, ahead: str, where: str) -> tuple[tuple, tuple]:
+def _robust_minus_erm(df: pd.DataFrame, ahead: str, where: str) -> tuple[tuple, tuple, str]:
     """Per seed fitted both under robust ERM and under ERM: the mean over the fitted eps > 0
     cells of the ``ahead`` algorithm's robust test accuracy edge minus its clean test
-    accuracy edge under ERM (eps 0), in points; with the labels "seed <s>"."""
+    accuracy edge under ERM (eps 0), in points; with the labels "seed <s>" and a note of how
+    many seeds of the half that is."""
     rob = (
         _fitted(df[df["eps"] > 0])
         .groupby("seed")
@@ -192,7 +213,8 @@ def _robust_minus_erm(df: pd.DataFrame, ahead: str, where: str) -> tuple[tuple, 
     erm_d = _diff(erm, "clean_test", ahead)
     seeds = rob.index.intersection(erm_d.index)
     vals = rob[seeds] - erm_d[seeds]
-    return tuple(float(v) for v in vals), tuple(f"seed {int(s)}" for s in seeds)
+    note = f"{len(seeds)} of {df['seed'].nunique()} seeds with both fitted under ERM and robust ERM"
+    return tuple(float(v) for v in vals), tuple(f"seed {int(s)}" for s in seeds), note
 
 
 def fc_overfitting(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
@@ -204,7 +226,9 @@ def fc_overfitting(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measur
     if sel.empty:
         raise NotRun("no fitted FC seed with evaluation curves under robust ERM")
     over = {a: POINTS * (sel[f"{a}_robust_test_best"] - sel[f"{a}_robust_test_end"]) for a in ALGS}
-    return _seeds(over["gd"] - over["sd"], sel, "", ctx, "fc")
+    robust = _rows(src["cells"], "fc", True)
+    note = _fc_note(_fit_note(robust, sel), _rates(ctx, "fc"))
+    return _seeds(over["gd"] - over["sd"], sel, note, ctx, "fc")
 
 
 def needs_half(half: str):
