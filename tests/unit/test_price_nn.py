@@ -300,11 +300,12 @@ def test_fc_table_and_heatmap_from_their_csv_frames():
     )  # fmt: skip
     fig = plots.difference_heatmap(diff, "t", "GD - SD")
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert "+2.0\n(2/2)" in texts and "-1.0\n(1/2)" in texts
+    assert "+2.0\n2 of 2 seeds" in texts and "-1.0\n1 of 2 seeds" in texts
+    assert "how many seeds share its sign" in fig.axes[0].get_title()
     # a cell where a run did not fit its training set is no comparison: grey, and says so
     fig = plots.difference_heatmap(diff.assign(fitted=[True, False]), "t", "GD - SD")
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert "+2.0\n(2/2)" in texts and "-1.0\nnot fitted" in texts
+    assert "+2.0\n2 of 2 seeds" in texts and "-1.0\nnot fitted" in texts
     shown = fig.axes[0].images[0].get_array()
     assert not shown.mask[0, 0] and shown.mask[1, 0]  # rows: n = 100, 400
 

@@ -106,7 +106,7 @@ def difference_heatmap(diff: pd.DataFrame, title: str, label: str) -> plt.Figure
         grid[i, j] = r["mean"]
         seeds = [float(v) for v in str(r["per_seed"]).split()]
         agree = sum(np.sign(v) == np.sign(r["mean"]) for v in seeds)
-        notes[i][j] = f"{r['mean']:+.1f}\n({agree}/{len(seeds)})"
+        notes[i][j] = f"{r['mean']:+.1f}\n{agree} of {len(seeds)} seeds"
     lim = max(1.0, float(np.nanmax(np.abs(grid)))) if np.isfinite(grid).any() else 1.0
     fig, ax = plt.subplots(figsize=(1.3 * len(eps_values) + 2.2, 0.9 * len(ns) + 1.6))
     cmap = plt.get_cmap("RdBu_r").with_extremes(bad="0.85")  # grey: cells not compared
@@ -120,6 +120,6 @@ def difference_heatmap(diff: pd.DataFrame, title: str, label: str) -> plt.Figure
     ax.set_xlabel("training eps (l_inf)")
     ax.set_ylabel("n (training images)")
     fig.colorbar(im, ax=ax, label=label)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(f"{title}\ncell: mean over seeds, and how many seeds share its sign", fontsize=9)
     fig.tight_layout()
     return fig
