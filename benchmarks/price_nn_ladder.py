@@ -114,7 +114,7 @@ def fits(rec: dict) -> bool:
     return rec["reached"][smallest] is not None
 
 
-def search_rates(fit, rates, seeds=(0, 1, 2), algorithms=("gd", "sd")) -> dict:
+def search_rates(fit, rates, seeds=(0, 1, 2), algorithms=("gd", "sd"), want_common=True) -> dict:
     """The FC learning-rate search (docs/studies/price_nn.md, "The FC learning rates").
 
     ``fit(algorithm, lr, seed) -> bool`` trains (or looks up) one run. A (algorithm, rate)
@@ -128,7 +128,9 @@ def search_rates(fit, rates, seeds=(0, 1, 2), algorithms=("gd", "sd")) -> dict:
     exists (the paper's setting), else each algorithm's own ``r[a]``. (4) An algorithm with
     no fitting rate is run on every seed at every rate (no stop at a miss) and gets the rate
     at which the most seeds fit, the largest on ties; the claims then use the seeds where
-    both fit. ``fitting_seeds`` counts the seeds that fit at the chosen rate.
+    both fit. ``fitting_seeds`` counts the seeds that fit at the chosen rate. With
+    ``want_common=False`` step (2) is skipped: each algorithm at its own largest fitting rate (the
+    CNN, which the paper trains at one rate per algorithm).
     """
     order = sorted(rates, reverse=True)
     memo: dict[tuple, bool] = {}
@@ -140,7 +142,7 @@ def search_rates(fit, rates, seeds=(0, 1, 2), algorithms=("gd", "sd")) -> dict:
 
     largest = {a: next((lr for lr in order if fits_all(a, lr)), None) for a in algorithms}
     common = None
-    if all(v is not None for v in largest.values()):
+    if want_common and all(v is not None for v in largest.values()):
         m = min(largest.values())
         first = min(algorithms, key=lambda a: (largest[a], algorithms.index(a)))
         others = [a for a in algorithms if a != first]
@@ -265,7 +267,7 @@ def run_search(cfg: dict, args, out: Path) -> None:
             _append(out, done[key])
         return fits(done[key])
 
-    result = search_rates(fit, args.lrs, tuple(args.seeds), tuple(opt_of))
+    result = search_rates(fit, args.lrs, tuple(args.seeds), tuple(opt_of), not args.no_common_rate)
     print(json.dumps({"tag": args.tag, **result}))
 
 
@@ -354,6 +356,8 @@ def main() -> None:
                     help="a width is out at its first run that does not fit")  # fmt: skip
     ap.add_argument("--search-rates", action="store_true",
                     help="the FC learning-rate search over --lrs (search_rates)")  # fmt: skip
+    ap.add_argument("--no-common-rate", action="store_true",
+                    help="--search-rates without the common rate (each its largest)")  # fmt: skip
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--select", metavar="TAG", help="the width the selection rule picks")
     args = ap.parse_args()

@@ -136,3 +136,17 @@ def test_an_algorithm_that_never_fits_every_seed_gets_its_best_rate():
 )
 def test_fits_follows_the_studys_fit_rule(rec, expected):
     assert ladder.fits(rec) is expected
+
+
+def test_without_a_common_rate_each_algorithm_stops_at_its_largest():
+    # the CNN's search (the paper trains its CNN at one rate per algorithm): the table of the
+    # first test, but no common-rate step: GD keeps 0.1 and no GD run below it is made
+    fit, calls = oracle({("gd", 0.1): ALL, ("gd", 1e-2): ALL, ("sd", 1e-2): ALL,
+                         ("sd", 1e-3): ALL})  # fmt: skip
+    res = ladder.search_rates(fit, RATES, want_common=False)
+    assert res["common"] is None and res["lr"] == {"gd": 0.1, "sd": 1e-2}
+    assert not any(c[:2] == ("gd", 1e-2) for c in calls)
+    # one algorithm alone (a search run per algorithm, each with its own grid)
+    fit, _ = oracle({("sd", 1e-3): ALL})
+    res = ladder.search_rates(fit, RATES, algorithms=("sd",), want_common=False)
+    assert res["lr"] == {"sd": 1e-3} and res["fitting_seeds"] == {"sd": 3}
