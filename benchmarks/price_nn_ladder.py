@@ -73,6 +73,7 @@ from ibrobust.data.dataset import dataset_from_arrays
 from ibrobust.data.registry import make_dataset
 from ibrobust.models.registry import BuildContext, build_model, model_readout
 from ibrobust.seeding import torch_generator
+from ibrobust.studies.price_nn import algorithm
 from ibrobust.studies.price_nn.rows import FIT_RULE
 from ibrobust.training.adversarial import perturb_batch
 from ibrobust.training.losses import supervised_correct
@@ -83,10 +84,6 @@ ARCH = {  # arch -> (dataset, model, optimizers, supervision) of the config's st
     "cnn": ("mnist10", "madry_cnn_cpu", ("price_cnn_gd", "price_cnn_sd"), "multiclass"),
     "fc": ("mnist_2v7", "fc_price", ("price_fc_gd", "price_fc_sd"), "binary"),
 }
-
-
-def algorithm(opt: dict) -> str:
-    return "sd" if opt.get("norm") == "linf" else "gd"
 
 
 def first_fit(history: list[dict], threshold: float) -> int | None:
@@ -240,12 +237,13 @@ def run_cell(cfg: dict, args, arch: str, opt_name: str, lr: float | None, width,
     return rec
 
 
-def _records(out: Path, tag: str) -> list[dict]:
+def _records(out: Path, tag: str | None = None) -> list[dict]:
+    """The records of ``OUT/cells.jsonl`` (of one tag when given); none without the file."""
     path = out / "cells.jsonl"
     if not path.exists():
         return []
     recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [r for r in recs if r["tag"] == tag]
+    return [r for r in recs if tag is None or r["tag"] == tag]
 
 
 def _append(out: Path, rec: dict) -> None:
@@ -296,9 +294,9 @@ def run(args) -> None:
 
 
 def table(args) -> None:
-    path = Path(args.out) / "cells.jsonl"
-    recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    df = pd.DataFrame(recs)
+    df = pd.DataFrame(_records(Path(args.out)))
+    if df.empty:
+        raise SystemExit(f"no records in {Path(args.out) / 'cells.jsonl'}")
     for tag, g in df.groupby("tag", sort=False):
         print(f"\n### {tag}\n")
         print("| arch | n | eps | width | alg | lr | seed | steps to thresholds | first 0 err "
@@ -320,11 +318,9 @@ def table(args) -> None:
 
 
 def select(args) -> None:
-    path = Path(args.out) / "cells.jsonl"
-    recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    recs = [r for r in recs if r["tag"] == args.select]
+    recs = _records(Path(args.out), args.select)
     if not recs:
-        raise SystemExit(f"no records with tag {args.select!r} in {path}")
+        raise SystemExit(f"no records with tag {args.select!r} in {Path(args.out) / 'cells.jsonl'}")
     width = select_width(recs, tuple(args.seeds))
     print(f"tag {args.select}: width {width if width is not None else 'none of the ladder'}")
 

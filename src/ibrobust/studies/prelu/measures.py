@@ -115,22 +115,23 @@ def column(p: float, col: str):
     return compute
 
 
-def table1_gap(norm: str, eps: float):
-    """Ours: robust accuracy of the p=4 minus the p=1 10-class net at a Table-1 column: per
-    seed (t interval over seeds) with several seeds; with one seed, Newcombe's interval of
-    the difference of two accuracies over the attacked points (unpaired, so conservative:
-    the two nets' errors on the same points correlate)."""
+def table1_gap(norm: str, eps: float, task: str = "10-class"):
+    """Ours: robust accuracy of the p=4 minus the p=1 net of ``task`` (the 10-class nets of
+    Table 1, or the 2-class parity nets) at a Table-1 column: per seed (t interval over
+    seeds) with several seeds; with one seed, Newcombe's interval of the difference of two
+    accuracies over the attacked points (unpaired, so conservative: the two nets' errors on
+    the same points correlate)."""
 
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         t = src["table1"]
-        t = t[(t["task"] == "10-class") & (t["column"] == column_name(norm, eps))]
+        t = t[(t["task"] == task) & (t["column"] == column_name(norm, eps))]
         by_p = {}
         for p in (1, 4):
             row = t[(t["p"] - p).abs() < 1e-9]
             if row.empty:
-                raise NotRun(f"no 10-class p={p} row for {column_name(norm, eps)}")
+                raise NotRun(f"no {task} p={p} row for {column_name(norm, eps)}")
             if len(row) > 1:
-                raise ValueError(f"{len(row)} 10-class p={p} rows for {column_name(norm, eps)}")
+                raise ValueError(f"{len(row)} {task} p={p} rows for {column_name(norm, eps)}")
             by_p[p] = row.iloc[0]
         hi, lo = by_p[4], by_p[1]
         note = f"p=4 {hi['ours']:.3f} vs p=1 {lo['ours']:.3f}"
@@ -148,28 +149,8 @@ def table1_gap(norm: str, eps: float):
 
 
 def parity_gap(norm: str, eps: float):
-    """Ours on the 2-class (parity) task: robust accuracy of the p=4 minus the p=1 net at a
-    Table-1 column (as :func:`table1_gap`)."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        t = src["table1"]
-        t = t[(t["task"] == "2-class") & (t["column"] == column_name(norm, eps))]
-        by_p = {}
-        for p in (1, 4):
-            row = t[(t["p"] - p).abs() < 1e-9]
-            if row.empty:
-                raise NotRun(f"no 2-class p={p} row for {column_name(norm, eps)}")
-            by_p[p] = row.iloc[0]
-        hi, lo = by_p[4], by_p[1]
-        points = int(min(float(hi["n_points"]), float(lo["n_points"])))
-        diffs = tuple(x - y for x, y in zip(_seed_values(hi), _seed_values(lo), strict=True))
-        note = f"p=4 {hi['ours']:.3f} vs p=1 {lo['ours']:.3f}"
-        if len(diffs) > 1:
-            return Measurement(diffs, note=note, points=points)
-        iv = partial(newcombe, float(hi["ours"]), points, float(lo["ours"]), points)
-        return Measurement(diffs, note=note, points=points, interval=iv)
-
-    return compute
+    """:func:`table1_gap` on the 2-class (parity) task."""
+    return table1_gap(norm, eps, task="2-class")
 
 
 def _seed_values(row: pd.Series) -> list[float]:

@@ -27,6 +27,7 @@ from ibrobust.claims.core import (
     StudyContext,
     pooled_slope,
 )
+from ibrobust.studies.price_nn import algorithm
 
 ALGS = ("gd", "sd")
 FIELDS = ("robust_test", "clean_test", "robust_train", "robust_test_end", "robust_test_best",
@@ -94,7 +95,7 @@ def _rates(ctx: StudyContext, half: str) -> str:
     trains its FC net at one rate for both; the ledger says where the study does not)."""
     names = (ctx.config.get(half) or {}).get("optimizers", [])
     opts = [ctx.optimizers[n] for n in names if n in ctx.optimizers]
-    lr = {("SD" if o.get("norm") == "linf" else "GD"): o.get("lr") for o in opts}
+    lr = {algorithm(o).upper(): o.get("lr") for o in opts}
     if set(lr) != {"GD", "SD"}:
         return ""
     if lr["GD"] == lr["SD"]:
