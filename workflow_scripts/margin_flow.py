@@ -5,19 +5,18 @@ the checkpoints (loss thresholds reached, separation, the end) to one file."""
 
 import time
 
-import pandas as pd
 from _job import Job
+from _margin_run import METRICS as MARGIN_METRICS
+from _margin_run import save_run, stream_rows
 
 from ibrobust.analysis.margin import require_homogeneous
 from ibrobust.device import resolve_device
-from ibrobust.io import load_npz, save_csv, save_json, save_torch
-from ibrobust.studies.margin.experiment import build_net, checkpoint_rows, run_data
+from ibrobust.io import load_npz, save_json
+from ibrobust.studies.margin.experiment import build_net, run_data
 from ibrobust.training.flow import flow_config_from_dict, train_flow
 
-# history column -> MLflow metric (log10 L only: L itself is never recorded)
-METRICS = {"log10_train_loss": "train.log10_loss", "q_min": "q_min", "rho": "rho",
-           "normalized_margin": "normalized_margin", "train_acc": "train.acc",
-           "smoothed_normalized_margin": "smoothed_normalized_margin", "time": "flow_time"}  # fmt: skip
+# history column -> MLflow metric: MARGIN's, plus the flow's time eta t
+METRICS = {**MARGIN_METRICS, "time": "flow_time"}
 p = snakemake.params
 with Job(snakemake) as job:
     device = resolve_device(p.device)  # before any work: device: cuda without CUDA fails here
@@ -32,19 +31,10 @@ with Job(snakemake) as job:
                  device)  # fmt: skip
     c0 = time.process_time()
 
-    def on_step(row):
-        job.progress(
-            row["epoch"], cfg.epochs, log_metrics=False, log10_loss=row["log10_train_loss"]
-        )
-        job.metrics({m: float(row[c]) for c, m in METRICS.items() if c in row}, step=row["epoch"])
-
     res = train_flow(net, data.x, data.y, cfg, x_test=data.x_test, y_test=data.y_test,
-                     on_step=on_step, device=device)  # fmt: skip
+                     on_step=stream_rows(job, cfg.epochs, METRICS), device=device)  # fmt: skip
     cpu = time.process_time() - c0
-    save_csv(snakemake.output.history, pd.DataFrame(res.history))
-    save_torch(snakemake.output.checkpoints, {c.name: vars(c) for c in res.checkpoints})
-    job.model(snakemake.output.checkpoints)
-    save_csv(snakemake.output.table, checkpoint_rows(res.checkpoints))
+    save_run(job, snakemake.output, res)
     meta = dict(schedule="constant", stop_reason=res.stop_reason, seconds=res.seconds,
                 cpu_seconds=cpu, epochs=res.history[-1]["epoch"], lr=cfg.lr,
                 n_train=len(data.x), batch_size=len(data.x), dtype=cfg.dtype,
