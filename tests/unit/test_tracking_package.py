@@ -446,16 +446,6 @@ def test_a_run_received_before_the_workflow_process_dies_is_replayed(store, tmp_
 
 
 # ---- collector, writer and replay on a real store ----------------------------------------
-@pytest.fixture(scope="module")
-def empty_store(tmp_path_factory) -> Path:
-    """A migrated, empty SQLite store, made once (creating one takes seconds); copied."""
-    from mlflow.tracking import MlflowClient
-
-    db = tmp_path_factory.mktemp("store") / "mlflow.db"
-    MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
-    return db
-
-
 @pytest.fixture
 def store(job_env, empty_store, tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient

@@ -82,15 +82,6 @@ def test_eps_steps_are_eps_in_thousandths_and_clashing_radii_an_error():
 
 
 # ---- on a real store ---------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def empty_store(tmp_path_factory) -> Path:
-    from mlflow.tracking import MlflowClient
-
-    db = tmp_path_factory.mktemp("store") / "mlflow.db"
-    MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
-    return db
-
-
 @pytest.fixture
 def store(empty_store, tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient
