@@ -103,8 +103,9 @@ def _rates(ctx: StudyContext, half: str) -> str:
     return f"GD lr {lr['GD']:g}, SD lr {lr['SD']:g}"
 
 
-def _fc_note(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
+def _fc_note(ctx: StudyContext, fitted: str) -> str:
+    """An FC row's note: how many seeds it stands on, and the rates (:func:`_rates`)."""
+    return "; ".join(p for p in (fitted, _rates(ctx, "fc")) if p)
 
 
 # ---- measurements: the CNN ---------------------------------------------------------------------
@@ -177,7 +178,7 @@ def fc_robust(eps: float):
         fit = _fitted(sel)
         if fit.empty:
             raise NotRun(f"no FC seed at eps {eps:g} where both algorithms fitted")
-        note = _fc_note(_fit_note(sel, fit), _rates(ctx, "fc"))
+        note = _fc_note(ctx, _fit_note(sel, fit))
         return _seeds(_diff(fit, "robust_test", "sd"), fit, note, ctx, "fc")
 
     return compute
@@ -188,13 +189,13 @@ def fc_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
     fit = _fitted(sel)
     if fit.empty:
         raise NotRun("no FC seed under ERM where both algorithms fitted")
-    note = _fc_note(_fit_note(sel, fit), _rates(ctx, "fc"))
+    note = _fc_note(ctx, _fit_note(sel, fit))
     return _seeds(_diff(fit, "clean_test", "sd"), fit, note, ctx, "fc")
 
 
 def fc_robust_over_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
     vals, labels, fitted = _robust_minus_erm(_rows(src["cells"], "fc"), "sd", "")
-    note = _fc_note(fitted, _rates(ctx, "fc"))
+    note = _fc_note(ctx, fitted)
     return Measurement(vals, labels=labels, note=note, points=_points(ctx, "fc"))
 
 
@@ -228,7 +229,7 @@ def fc_overfitting(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measur
         raise NotRun("no fitted FC seed with evaluation curves under robust ERM")
     over = {a: POINTS * (sel[f"{a}_robust_test_best"] - sel[f"{a}_robust_test_end"]) for a in ALGS}
     robust = _rows(src["cells"], "fc", True)
-    note = _fc_note(_fit_note(robust, sel), _rates(ctx, "fc"))
+    note = _fc_note(ctx, _fit_note(robust, sel))
     return _seeds(over["gd"] - over["sd"], sel, note, ctx, "fc")
 
 
