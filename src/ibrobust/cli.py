@@ -2,6 +2,7 @@
 
     ibrobust claims diff BEFORE.csv AFTER.csv [--format md|csv] [--all]
     ibrobust claims excerpt LEDGER.csv [--rows 8] [--readme README.md]
+    ibrobust claims render LEDGER.csv [--md OUT.md] [--html OUT.html]
     ibrobust config docs [--check]
     ibrobust config check FILE...
     ibrobust replay [SPOOL_DIR] [--tracking-uri URI] [--serve STORE_URI] ...
@@ -46,6 +47,18 @@ def claims_excerpt(a: argparse.Namespace) -> int:
         return 0
     a.readme.write_text(splice_excerpt(a.readme.read_text(), excerpt, str(a.readme)))
     print(f"{a.readme}: claims excerpt regenerated from {a.ledger}")
+    return 0
+
+
+def claims_render(a: argparse.Namespace) -> int:
+    from ibrobust.ledger.render import ledger_html, ledger_markdown, read_ledger
+    from ibrobust.ledger.table import with_restored_quotes
+
+    df = with_restored_quotes(read_ledger(a.ledger))
+    md, html = a.md or a.ledger.with_suffix(".md"), a.html or a.ledger.with_suffix(".html")
+    md.write_text(ledger_markdown(df))
+    html.write_text(ledger_html(df))
+    print(f"{md}, {html}: rendered from {a.ledger}")
     return 0
 
 
@@ -95,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
         prog="ibrobust", description="Helper commands of the ibrobust workflow."
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    claims = _group(sub, "claims", "compare ledgers; the README's ledger excerpt")
+    claims = _group(sub, "claims", "compare ledgers; render one; the README's ledger excerpt")
     d = _command(claims, "diff", claims_diff, "what changed between two ledger CSVs")
     d.add_argument("before", type=Path, help="the earlier ledger (claims.csv)")
     d.add_argument("after", type=Path, help="the later ledger")
@@ -105,6 +118,10 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("ledger", type=Path, help="claims.csv written by `snakemake claims`")
     e.add_argument("--rows", type=int, default=8, help="claims shown (default 8)")
     e.add_argument("--readme", type=Path, help="splice between its claims-excerpt markers")
+    r = _command(claims, "render", claims_render, "a ledger CSV's markdown and HTML pages again")
+    r.add_argument("ledger", type=Path, help="claims.csv written by `snakemake claims`")
+    r.add_argument("--md", type=Path, help="default: the CSV's path with .md")
+    r.add_argument("--html", type=Path, help="default: the CSV's path with .html")
     config = _group(sub, "config", "the configuration reference; checking config files")
     c = _command(config, "docs", config_docs, "print docs/config.md, generated from the schema")
     c.add_argument("--check", action="store_true", help="exit 1 if ./docs/config.md differs")

@@ -90,10 +90,18 @@ def fragment_of(path: Path) -> Path | None:
     return frag if frag.is_file() else None
 
 
+def data_of(path: Path) -> Path | None:
+    """The data file a module reads as its own: ``x.yaml`` beside ``x.py`` (e.g.
+    ``ibrobust/claims/restorations.yaml``), None when it has none."""
+    data = path.with_suffix(".yaml")
+    return data if path.suffix == ".py" and data.is_file() else None
+
+
 def module_closure(script: str | Path, modules: tuple[str, ...] = ()) -> list[Path]:
     """The script plus every local helper and ``ibrobust`` module it (transitively) imports,
     plus the closures of the dotted ``modules`` (a job's kind modules, see ibrobust.kinds),
-    with the schema fragment of each module that has one."""
+    with the schema fragment and the data file (:func:`data_of`) of each module that has
+    one."""
     script = Path(script).resolve()
     local_dir = script.parent
     seen: dict[Path, None] = {}
@@ -120,7 +128,8 @@ def module_closure(script: str | Path, modules: tuple[str, ...] = ()) -> list[Pa
                 cands = [local] if local.is_file() else []
             stack.extend(c.resolve() for c in cands if c is not None and c not in seen)
     fragments = {frag for f in seen if (frag := fragment_of(f)) is not None}
-    return sorted({*seen, *fragments})
+    data = {d for f in seen if (d := data_of(f)) is not None}
+    return sorted({*seen, *fragments, *data})
 
 
 def code_hash(script: str | Path, modules: tuple[str, ...] = ()) -> str:

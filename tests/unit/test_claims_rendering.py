@@ -37,6 +37,7 @@ from ibrobust.claims.core import (
     StudyContext,
     SummaryError,
 )
+from ibrobust.ledger.quotes import quote_html
 from ibrobust.ledger.render import (
     HEADERS,
     full_table_name,
@@ -263,6 +264,7 @@ def test_the_excerpt_names_the_full_table_from_results_on():
 
 # ---- the HTML page -------------------------------------------------------------------------------
 VOID = {"meta", "br", "hr", "img", "input", "link", "col", "area", "base", "source", "wbr"}
+WBR = "\x00"  # a <wbr> (a line-break opportunity) inside a word: no space there
 
 
 class Cell:
@@ -272,8 +274,8 @@ class Cell:
     @property
     def text(self) -> str:
         """The text of the cell and its elements, whitespace collapsed (one space between
-        elements)."""
-        return " ".join(" ".join(self.parts).split())
+        elements, none at a <wbr>)."""
+        return " ".join(" ".join(self.parts).replace(f" {WBR} ", "").split())
 
 
 class Row:
@@ -320,6 +322,8 @@ class Page(HTMLParser):
         elif tag == "script":
             self._script = Cell(a)
             self.scripts.append(self._script)
+        elif tag == "wbr" and self._cell is not None:
+            self._cell.parts.append(WBR)
 
     def handle_endtag(self, tag):
         if not self.stack or self.stack[-1] != tag:
@@ -348,6 +352,13 @@ def parse(html: str) -> Page:
     return page
 
 
+def fragment_text(fragment: str) -> str:
+    """The text of an HTML fragment as a cell's text reads it (every tag closed)."""
+    page = parse(f"<table><tbody><tr><td>{fragment}</td></tr></tbody></table>")
+    assert page.errors == [] and page.stack == [], fragment
+    return page.rows[0].cells[0].text
+
+
 def test_html_is_valid_with_one_row_per_claim_in_the_verdict_colours(tmp_path):
     table = mixed_ledger(tmp_path)
     html = ledger_html(table)
@@ -367,8 +378,12 @@ def test_html_is_valid_with_one_row_per_claim_in_the_verdict_colours(tmp_path):
         assert verdict.text.startswith(r.verdict) and verdict.attrs["data-sort"] == str(
             VERDICTS.index(r.verdict)
         )
-        # the source, its quote (between curly quotes) and scope
-        assert source.text == " ".join(f"{r.source} “{r.quote}” scope: {r.scope}".split())
+        # the source, its quote (between curly quotes, its LaTeX as MathML, its emphasis
+        # as HTML: no $ or ** left) and scope
+        quote = fragment_text(quote_html(r.quote_restored or r.quote, bool(r.quote_restored)))
+        squash = "".join(source.text.split())  # spaces between elements aside
+        assert squash == "".join(f"{r.source} “{quote}” scope: {r.scope}".split()), r.id
+        assert "$" not in source.text and "**" not in source.text, r.id
         assert paper.text == " ".join(r.paper.split())
         # the rule, then the derivation (in a details element) and what was measured
         assert rule.text == " ".join(

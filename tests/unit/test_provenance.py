@@ -3,7 +3,7 @@ process runs (the parse cache is keyed on the file's version) is seen."""
 
 import os
 
-from ibrobust.provenance import _package_dir, code_hash, fragment_of, module_closure
+from ibrobust.provenance import _package_dir, code_hash, data_of, fragment_of, module_closure
 
 
 def test_closure_follows_local_helpers_and_library_modules(tmp_path):
@@ -48,3 +48,18 @@ def test_a_module_brings_its_schema_fragment(tmp_path):
     before = code_hash(script)
     (tmp_path / "kind.schema.yaml").write_text("x-kind: {label: other}\n")
     assert code_hash(script) != before
+
+
+def test_a_module_brings_its_data_file(tmp_path):
+    """A module's data file (``x.yaml`` beside ``x.py``) is hashed with it: the ledger reruns
+    when the quotes' restorations change (ibrobust/claims/restorations.yaml)."""
+    (tmp_path / "reader.py").write_text("X = 1\n")
+    script = tmp_path / "job.py"
+    script.write_text("import reader\n")
+    before = code_hash(script)
+    (tmp_path / "reader.yaml").write_text("a: 1\n")
+    assert data_of(tmp_path / "reader.py") == tmp_path / "reader.yaml"
+    assert tmp_path / "reader.yaml" in module_closure(script) and code_hash(script) != before
+    assert data_of(tmp_path / "reader.yaml") is None and data_of(tmp_path / "job.py") is None
+    ledger = module_closure(_package_dir().parent.parent / "workflow_scripts" / "claims_ledger.py")
+    assert _package_dir() / "claims" / "restorations.yaml" in ledger

@@ -5,8 +5,9 @@ reference a reader finds without this repository), the place in it (section, the
 figure, table, or a talk's slide title), a short quote of the sentence or number the claim
 tests, and the scope the source states it for (algorithm, regime, model, readout). A quote
 is verbatim; a number the source shows only in a figure is given as ``[figure reading] ...``
-with how it was read, never dressed up as a quote. ``tests/unit/test_claims_citations.py``
-refuses a claim without one.
+with how it was read, never dressed up as a quote. Where the source's text lost its math,
+the quote stays the raw text and :mod:`ibrobust.claims.restorations` gives the ledger its
+restored form. ``tests/unit/test_claims_citations.py`` refuses a claim without one.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ the ledger table (:data:`ibrobust.ledger.table.COLUMNS`)."""
 
 from __future__ import annotations
 
+import html
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -67,9 +69,38 @@ def verdict_cell(row: Mapping) -> str:
     return f"{text}: {'; '.join(reasons)}" if reasons else text
 
 
+EDITORIAL = "(brackets: editorial)"  # after a restored quote in the markdown ledger
+
+
+def shown_quote(row: Mapping) -> tuple[str, bool]:
+    """The quote the ledger shows and whether it is a restored one: ``quote_restored`` (the
+    source's lost math restored in editorial ``[..]`` insertions) where the row has one,
+    else the raw ``quote``."""
+    restored = str(row.get("quote_restored") or "")
+    return (restored, True) if restored else (str(row.get("quote") or ""), False)
+
+
+def quote_text(row: Mapping) -> str:
+    """``"..."``, or ``"..." (brackets: editorial)`` for a restored quote."""
+    quote, restored = shown_quote(row)
+    return f'"{quote}"' + (f" {EDITORIAL}" if restored else "")
+
+
 def source_cell(row: Mapping) -> str:
     """``Tsilivis et al. 2024, Sec. 5.2: "SD significantly outperforms GD ..."``."""
-    return f'{row["source"]}: "{row["quote"]}"' if row.get("quote") else str(row["source"])
+    return f"{row['source']}: {quote_text(row)}" if row.get("quote") else str(row["source"])
+
+
+def _has_restored(df: pd.DataFrame) -> bool:
+    return bool((df["quote_restored"].fillna("").astype(str) != "").any())
+
+
+RESTORED_NOTE = (
+    "Where the source's text lost its math, a quote is shown with the math restored in "
+    "square brackets, marked {mark}: each bracket is an editorial insertion read from the "
+    "sentence's context in the source, in the ledger's notation; the CSV keeps the raw text "
+    "(column quote) beside the restored one (column quote_restored)."
+)
 
 
 def _escape(s: str) -> str:
@@ -90,6 +121,8 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
         "`snakemake claims`; never edited by hand.",
         "",
     ]
+    if _has_restored(df):
+        out += [RESTORED_NOTE.format(mark=f"*{EDITORIAL}*"), ""]
     for study, g in df.groupby("study", sort=False):
         out += [f"## {study}", ""]
         out.append("| id | setting | claim | source | paper | ours | verdict |")
@@ -126,7 +159,7 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
             mine = (same["rule"] == r["rule"]) & (same["derivation"] == r["derivation"])
             where = f" (for {'; '.join(dict.fromkeys(same[mine]['setting']))})"
         out += [
-            f'- `{r["id"]}` ({r["source"]}; scope: {r["scope"]}). Quote: "{r["quote"]}"',
+            f"- `{r['id']}` ({r['source']}; scope: {r['scope']}). Quote: {quote_text(r)}",
             f"  - Rule{where}: {r['rule']}.",
             f"  - Derivation: {r['derivation']}",
             f"  - Measured: {r['measure']}.{how}",
@@ -140,6 +173,16 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
 LIGHT = ("not run",)  # verdict colours light enough for dark text
 HEADERS = ("study", "claim id", "claim", "source and quote", "paper", "ours", "verdict",
            "why", "rule")  # fmt: skip
+# each column's share of the page's width (%, summing to 100): the HTML ledger's fixed
+# layout, read at 1,280 px (docs/figures/claims_html.png)
+WIDTHS = (6, 11, 12, 24, 9, 10, 8, 9, 11)
+assert len(WIDTHS) == len(HEADERS) and sum(WIDTHS) == 100
+
+
+def _breakable(ident: str) -> str:
+    """A name (claim id, study), escaped, with a line-break opportunity after each ``.``
+    and ``_``."""
+    return re.sub(r"([._])", r"\1<wbr>", html.escape(str(ident)))
 
 
 def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
@@ -147,9 +190,12 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
     every claim with its source and quote, the paper's number, ours, the verdict coloured as
     in ``claims.png`` (:data:`ibrobust.plotting.colors.VERDICT_COLORS`), the rule with its
     derivation; sortable by any column (a few lines of script, no network). Rendered from
-    ``templates/ledger.html.j2`` with Jinja2 (autoescaped)."""
+    ``templates/ledger.html.j2`` with Jinja2 (autoescaped); a quote's LaTeX as MathML and
+    its emphasis as HTML, server side (:func:`ibrobust.ledger.quotes.quote_html`), a restored
+    quote's insertions marked."""
     import jinja2
 
+    from ibrobust.ledger.quotes import quote_html
     from ibrobust.plotting.colors import VERDICT_COLORS
 
     env = jinja2.Environment(
@@ -165,12 +211,16 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
         rows.append(
             dict(
                 study=r["study"],
+                study_html=_breakable(r["study"]),
                 study_order=studies.index(r["study"]),
                 id=r["id"],
+                id_html=_breakable(r["id"]),
                 setting=r["setting"],
                 claim=r["claim"],
                 source=r["source"],
-                quote=r["quote"],
+                # HTML already (escaped, formulas as MathML): the template marks it |safe
+                quote_html=quote_html(*shown_quote(r)) if r["quote"] else "",
+                restored=shown_quote(r)[1],
                 scope=r["scope"],
                 paper=r["paper"],
                 ours=ours_cell(r),
@@ -199,7 +249,9 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
         fragile=int(sum(is_fragile(r) for _, r in df.iterrows())),
         level=_pct(df),
         headers=HEADERS,
+        widths=WIDTHS,
         rows=rows,
+        restored_note=RESTORED_NOTE.format(mark="in colour") if _has_restored(df) else "",
     )
 
 

@@ -4,7 +4,10 @@
 output through its :class:`~ibrobust.claims.sources.Source` (a malformed file stops the
 ledger with :class:`~ibrobust.claims.sources.SummaryError`) and evaluates every claim of the
 study's kind (:data:`CLAIMS`): a verdict, or "not run" with the reason (study disabled,
-part not configured, output absent, no rows for the setting).
+part not configured, output absent, no rows for the setting). Each row carries the claim's
+quote as its citation has it (``quote``) and, where the source's text lost its math, the
+quote restored with editorial ``[..]`` insertions (``quote_restored``, else empty;
+:mod:`ibrobust.claims.restorations`).
 :mod:`ibrobust.ledger.render` renders the table; nothing in the ledger is typed by hand.
 """
 
@@ -23,6 +26,7 @@ import pandas as pd
 from ibrobust.claims.core import Claim, StudyContext
 from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.measurement import Measurement
+from ibrobust.claims.restorations import restorations, restored_quote
 from ibrobust.claims.rules import fragility
 from ibrobust.claims.sources import SummaryError, load_source
 from ibrobust.claims.verdicts import NOT_APPLICABLE, NOT_RUN, VERDICTS, NotApplicable, NotRun
@@ -51,6 +55,7 @@ COLUMNS = [
     "claim",
     "source",
     "quote",
+    "quote_restored",
     "scope",
     "paper",
     "ours_mean",
@@ -127,6 +132,7 @@ def _row(study: str, claim: Claim, level: float, **kw) -> dict:
         claim=claim.claim,
         source=claim.citation.short,
         quote=claim.citation.quote,
+        quote_restored=restored_quote(claim.id, claim.citation.quote),
         scope=claim.citation.scope,
         paper=claim.paper,
         rule=claim.rule.text(level),
@@ -146,6 +152,27 @@ def _row(study: str, claim: Claim, level: float, **kw) -> dict:
     )
     row.update(kw)
     return row
+
+
+def with_restored_quotes(df: pd.DataFrame) -> pd.DataFrame:
+    """A ledger read back (:func:`ibrobust.ledger.render.read_ledger`) with ``quote_restored``
+    filled where it is empty and the package's restorations have an entry for the row's
+    claim whose raw text is the row's quote (a ledger written before the column, joined on
+    the claim id); a row whose quote differs from the entry's (an older ledger's) keeps its
+    empty cell."""
+    table = restorations()
+    out = df.copy()
+    if "quote_restored" not in out:
+        out.insert(list(out.columns).index("quote") + 1, "quote_restored", "")
+
+    def fill(row: pd.Series) -> str:
+        if str(row["quote_restored"] or ""):
+            return row["quote_restored"]
+        entry = table.get(row["id"])
+        return entry.restored if entry is not None and entry.raw == row["quote"] else ""
+
+    out["quote_restored"] = [fill(r) for _, r in out.iterrows()]
+    return out
 
 
 def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
