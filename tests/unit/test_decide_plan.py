@@ -10,10 +10,10 @@ import pytest
 from scipy import stats
 
 from ibrobust.decide.cost import cost_model
-from ibrobust.decide.planner import PlanSettings, overlay, plan_units, study_look
+from ibrobust.decide.planner import PlanSettings, overlay, plan_units
 from ibrobust.decide.power import chance_to_decide, units_for
 from ibrobust.decide.spending import spending
-from ibrobust.decide.units import extended, key_of_row, unit_keys
+from ibrobust.decide.units import extended, key_of_row, study_look, unit_keys
 
 JOBS = pd.DataFrame(
     [

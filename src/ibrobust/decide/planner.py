@@ -43,7 +43,14 @@ import pandas as pd
 from ibrobust.decide.cost import CostModel
 from ibrobust.decide.power import chance_to_decide, critical, units_for
 from ibrobust.decide.spending import Spending
-from ibrobust.decide.units import UnitKey, extended, key_of_row, overlay_path, unit_keys
+from ibrobust.decide.units import (
+    UnitKey,
+    extended,
+    key_of_row,
+    overlay_path,
+    study_look,
+    unit_keys,
+)
 
 INCONCLUSIVE = "inconclusive"
 RESOLUTION = re.compile(r"finer measurement would decide", re.I)
@@ -115,17 +122,6 @@ class Plan:
     counts: dict[str, int]  # unit list -> its planned length (every list of the config)
     predicted_cpu_s: float
     budget_cpu_s: float
-
-
-def study_look(looks: Sequence[Mapping[str, int]], study: str) -> int:
-    """The look a study is at: 1 + the looks at which any of its lists changed."""
-    look, prev = 1, None
-    for counts in looks:
-        mine = {k: v for k, v in counts.items() if k.split(".", 1)[0] == study}
-        if prev is not None and mine != prev:
-            look += 1
-        prev = mine
-    return look
 
 
 def _is_true(v) -> bool:
@@ -228,6 +224,42 @@ def plan_units(
     look_of = {s: study_look(looks, s) for s in studies}
     rows = ledger.reset_index(drop=True)
     todo = rows[(rows["verdict"] == INCONCLUSIVE) | rows["fragile"].map(_is_true)]
+    out, cands = _candidates(todo, keys, look_of, spend, settings)
+    counts = _choose(cands, cost, settings)
+    key_rows, total, seen = [], 0.0, set()
+    by_key: dict[str, list[Candidate]] = {}
+    for c in cands:
+        by_key.setdefault(c.key.name, []).append(c)
+    for name, group in by_key.items():
+        key = all_keys[name]
+        m = counts.get(name, len(key.values))
+        added = m - len(key.values)
+        cpu = cost.extension_cost(name, key.study, added, key.study in seen)
+        if added:
+            seen.add(key.study)
+        total += cpu
+        exp = sum(c.chance(m) for c in group)
+        key_rows.append([name, key.study, look_of[key.study] + 1,
+                         group[0].level, len(key.values), m, added,
+                         cost.per_unit.get(name, np.nan), cpu, len(group), exp])  # fmt: skip
+        for c in group:
+            out[c.index].update(units_planned=m, added=added, chance=c.chance(m), cpu_s=cpu)
+            out[c.index]["outcome"] = _outcome(rows.loc[c.index], c, out[c.index], settings)
+    table = pd.DataFrame([out[i] for i in sorted(out)], columns=PLAN_COLUMNS)
+    table["units_needed"] = table["units_needed"].astype("object")
+    planned = {n: len(k.values) for n, k in all_keys.items()} | counts
+    return Plan(table, pd.DataFrame(key_rows, columns=KEY_COLUMNS), planned, total,
+                settings.budget_cpu_s)  # fmt: skip
+
+
+def _candidates(
+    todo: pd.DataFrame,
+    keys: Mapping[str, list[UnitKey]],
+    look_of: Mapping[str, int],
+    spend: Spending,
+    settings: PlanSettings,
+) -> tuple[dict[int, dict], list[Candidate]]:
+    """Each row's plan record (the reason where it is not planned) and the candidates."""
     out: dict[int, dict] = {}
     cands: list[Candidate] = []
     for i, row in todo.iterrows():
@@ -252,44 +284,23 @@ def plan_units(
         rec.update(key=key.name, units=len(key.values), threshold=cand.threshold, look=look,
                    level=cand.level, units_needed=cand.needed(settings.target))  # fmt: skip
         cands.append(cand)
-    counts = _choose(cands, cost, settings)
-    key_rows, total, seen = [], 0.0, set()
-    by_key: dict[str, list[Candidate]] = {}
-    for c in cands:
-        by_key.setdefault(c.key.name, []).append(c)
-    for name, group in by_key.items():
-        key = all_keys[name]
-        m = counts.get(name, len(key.values))
-        added = m - len(key.values)
-        cpu = cost.extension_cost(name, key.study, added, key.study in seen)
-        if added:
-            seen.add(key.study)
-        total += cpu
-        exp = sum(c.chance(m) for c in group)
-        key_rows.append([name, key.study, look_of[key.study] + 1,
-                         group[0].level, len(key.values), m, added,
-                         cost.per_unit.get(name, np.nan), cpu, len(group), exp])  # fmt: skip
-        for c in group:
-            rec = out[c.index]
-            rec.update(units_planned=m, added=added, chance=c.chance(m), cpu_s=cpu)
-            need = rec["units_needed"]
-            if added and (need is not None and need <= m):
-                rec["outcome"] = f"planned: +{added} units, chance {c.chance(m):.2f}"
-                continue
-            equiv = _equivalence(rows.loc[c.index], c, max(m, settings.max_units))
-            still = "no number of units decides it" if need is None else f"would need {need} units"
-            if need is not None and need <= settings.max_units:
-                reason = f"{still}; not within the budget"
-            else:
-                reason = f"{still} (cap {settings.max_units})"
-            if added:
-                reason = f"+{added} units (its list's), chance {c.chance(m):.2f}; {reason}"
-            rec["outcome"] = f"{reason}; equivalence read: {equiv}" if equiv else reason
-    table = pd.DataFrame([out[i] for i in sorted(out)], columns=PLAN_COLUMNS)
-    table["units_needed"] = table["units_needed"].astype("object")
-    planned = {n: len(k.values) for n, k in all_keys.items()} | counts
-    return Plan(table, pd.DataFrame(key_rows, columns=KEY_COLUMNS), planned, total,
-                settings.budget_cpu_s)  # fmt: skip
+    return out, cands
+
+
+def _outcome(row: Mapping, c: Candidate, rec: Mapping, settings: PlanSettings) -> str:
+    """What the plan does for a candidate row (``rec``: its plan record so far)."""
+    m, added, need = rec["units_planned"], rec["added"], rec["units_needed"]
+    if added and (need is not None and need <= m):
+        return f"planned: +{added} units, chance {c.chance(m):.2f}"
+    equiv = _equivalence(row, c, max(m, settings.max_units))
+    still = "no number of units decides it" if need is None else f"would need {need} units"
+    if need is not None and need <= settings.max_units:
+        reason = f"{still}; not within the budget"
+    else:
+        reason = f"{still} (cap {settings.max_units})"
+    if added:
+        reason = f"+{added} units (its list's), chance {c.chance(m):.2f}; {reason}"
+    return f"{reason}; equivalence read: {equiv}" if equiv else reason
 
 
 def _choose(cands: Sequence[Candidate], cost: CostModel, s: PlanSettings) -> dict[str, int]:

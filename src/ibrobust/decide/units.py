@@ -102,3 +102,14 @@ def extended(values: Sequence[int], count: int) -> list[int]:
 def overlay_path(key: UnitKey) -> tuple[str, ...]:
     """The key's path from the config's top: ("studies", study, *path)."""
     return ("studies", key.study, *key.path)
+
+
+def study_look(looks: Sequence[Mapping[str, int]], study: str) -> int:
+    """The look a study is at: 1 + the looks at which any of its lists changed."""
+    look, prev = 1, None
+    for counts in looks:
+        mine = {k: v for k, v in counts.items() if k.split(".", 1)[0] == study}
+        if prev is not None and mine != prev:
+            look += 1
+        prev = mine
+    return look

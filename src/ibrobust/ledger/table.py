@@ -148,15 +148,20 @@ def _row(study: str, claim: Claim, level: float, **kw) -> dict:
     return row
 
 
-def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
+def evaluate_study(
+    so: StudyOutputs, level: float = LEVEL, sources: Mapping[str, pd.DataFrame] | None = None
+) -> list[dict]:
     """Ledger rows of one study (every claim of its kind, in declaration order); verdicts
-    on ``level`` intervals."""
+    on ``level`` intervals. ``sources``: the study's sources already loaded (e.g. cut to
+    the units of an earlier look, ibrobust.decide.looks) instead of read from the files."""
     module = CLAIMS[so.kind]
     study = so.ctx.name
     claims = module.claims(so.ctx)
     if not so.enabled:
         return [_row(study, c, level, verdict=NOT_RUN, reason=so.skipped) for c in claims]
     loaded, absent = _load_sources(so, module.SOURCES)
+    if sources is not None:
+        loaded = {name: sources[name] for name in loaded}
     rows = []
     for c in claims:
         why_not = c.not_applicable(so.ctx) if c.not_applicable is not None else None
