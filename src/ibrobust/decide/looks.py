@@ -7,11 +7,12 @@ on their usual intervals at the level ``1 - alpha_k`` (:mod:`ibrobust.decide.spe
 and the method is named in ``ci_method``. Each earlier look ``j`` is rebuilt from the
 outputs: the study's claims evaluated on its sources cut to the units of look ``j`` (rows
 whose ``seed`` / ``draw`` column is among the first units of its lists then; a source
-without that column is kept whole), at look ``j``'s level. :func:`looks_table` is that record
+without that column is kept whole), at look ``j``'s level. :func:`evaluate_looks` gives that record
 (:data:`LOOK_COLUMNS`, one row per ledger row and look); :func:`with_looks` adds to the
 ledger the units at each look, the look that decided it (the first look from which its
 verdict stays what it is now, when that is decisive) and the CPU-s the plans predicted for
-its study (and, where measured, the jobs' CPU-s). Pure: the caller loads nothing twice.
+its study (the measured CPU-s of a look's jobs: :func:`job_cpu` of their logs, in the rule's
+look.md). Each study's sources are loaded once (:func:`load_sources`).
 """
 
 from __future__ import annotations

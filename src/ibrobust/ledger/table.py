@@ -159,9 +159,7 @@ def evaluate_study(
     claims = module.claims(so.ctx)
     if not so.enabled:
         return [_row(study, c, level, verdict=NOT_RUN, reason=so.skipped) for c in claims]
-    loaded, absent = _load_sources(so, module.SOURCES)
-    if sources is not None:
-        loaded = {name: sources[name] for name in loaded}
+    loaded, absent = _load_sources(so, module.SOURCES, sources)
     rows = []
     for c in claims:
         why_not = c.not_applicable(so.ctx) if c.not_applicable is not None else None
@@ -192,14 +190,17 @@ def evaluate_study(
     return rows
 
 
-def _load_sources(so: StudyOutputs, sources: dict) -> tuple[dict[str, pd.DataFrame], dict]:
-    """(source -> its table, for the sources built here; source -> why it is absent)."""
+def _load_sources(
+    so: StudyOutputs, sources: dict, given: Mapping[str, pd.DataFrame] | None = None
+) -> tuple[dict[str, pd.DataFrame], dict]:
+    """(source -> its table, for the sources built here; source -> why it is absent);
+    ``given``: tables already loaded, used instead of reading their files."""
     loaded: dict[str, pd.DataFrame] = {}
     absent: dict[str, str] = {}
     for name, src in sources.items():
         path = Path(so.paths[name])
         if so.provides(name):
-            loaded[name] = load_source(path, src)
+            loaded[name] = given[name] if given is not None else load_source(path, src)
         else:
             absent[name] = f"output absent: {path} is not built here (built by {src.built_by})"
     return loaded, absent
