@@ -23,7 +23,7 @@ from ibrobust.decide.looks import (
 )
 from ibrobust.decide.spending import spending
 from ibrobust.ledger.diff import diff_ledgers
-from ibrobust.ledger.render import read_ledger
+from ibrobust.ledger.render import ledger_html, ledger_markdown, read_ledger
 from ibrobust.ledger.table import COLUMNS, evaluate_study, study_outputs
 
 FA = ("fa", "figures/summary.csv")  # as tests/unit/test_claims.py names them
@@ -52,7 +52,7 @@ def test_each_look_at_its_spent_level_and_the_first_rebuilt_from_its_units(tmp_p
     full = _by_id(evaluate_study(so, spend.level_at(2)))
     row = _by_id(now)[("fa.binary_radius", "clusters_d1000 (d=1000, k=10)")]
     want = full[("fa.binary_radius", "clusters_d1000 (d=1000, k=10)")]
-    assert row["level"] == pytest.approx(spend.level_at(2)) and row["n"] == 3
+    assert row["level"] == pytest.approx(0.95) and row["n"] == 3  # the level kept overall
     assert (row["ci_lo"], row["ci_hi"]) == pytest.approx((want["ci_lo"], want["ci_hi"]))
     assert "look 2, union-bound alpha spending" in row["ci_method"]
     # look 1: the same as the outputs of seeds 0 and 1 alone, at look 1's level
@@ -72,7 +72,7 @@ def test_no_looks_is_one_look_and_unchanged_lists_are_no_new_look(tmp_path):
     so = _fa(tmp_path, fa_summary())
     now, records = evaluate_looks(so, [], spending(0.95))
     assert {r["look"] for r in records} == {1}
-    assert now[0]["level"] == pytest.approx(spending(0.95).level_at(1))
+    assert "96.96 %" in now[0]["ci_method"] and now[0]["level"] == pytest.approx(0.95)
     same = [LOOKS[0], LOOKS[0], LOOKS[1]]
     assert len(look_units(same, "fa", so.ctx.config)) == 2
     assert look_units(LOOKS, "fa", so.ctx.config)[0] == {"seed": [0, 1]}
@@ -91,6 +91,8 @@ def test_the_ledger_gains_the_looks_and_claims_diff_reads_it(tmp_path):
     shown = looks_rows(ledger, table)
     assert "fa.binary_radius" in set(shown["claim id"])
     assert "2 -> 3" in looks_markdown(shown) and "<table" in looks_html(shown)
+    # the ledger renders (one stated level; each look's level in ci_method)
+    assert "fa.binary_radius" in ledger_markdown(ledger) and "<html" in ledger_html(ledger)
     # ibrobust claims diff on the ledger before (look 1) and after (look 2)
     before = pd.DataFrame(evaluate_study(so, spend.level_at(1)), columns=COLUMNS)
     before.to_csv(tmp_path / "before.csv", index=False)

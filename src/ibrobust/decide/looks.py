@@ -4,7 +4,8 @@
 units of every unit list at each look. A study is at look ``k`` = 1 + the looks at which
 one of its lists changed (:func:`ibrobust.decide.units.study_look`); its rows are judged
 on their usual intervals at the level ``1 - alpha_k`` (:mod:`ibrobust.decide.spending`),
-and the method is named in ``ci_method``. Each earlier look ``j`` is rebuilt from the
+and the method and that level are named in ``ci_method`` (the ``level`` column stays the
+ledger's stated level, the one the spending keeps across all looks). Each earlier look ``j`` is rebuilt from the
 outputs: the study's claims evaluated on its sources cut to the units of look ``j`` (rows
 whose ``seed`` / ``draw`` column is among the first units of its lists then; a source
 without that column is kept whole), at look ``j``'s level. :func:`evaluate_looks` gives that record
@@ -79,6 +80,8 @@ def evaluate_looks(
         for r in rows:
             if r["ci_method"]:
                 r["ci_method"] = f"{r['ci_method']}; {spend.method(j)}"
+            # the ledger's level is the one kept over all looks; the look's is in ci_method
+            r["level"] = 1 - spend.alpha
             records.append(
                 {
                     **{c: r[c] for c in KEY},
@@ -164,8 +167,8 @@ def looks_rows(ledger: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
     out = []
     for r in ledger.itertuples(index=False):
         g = groups.get((r.study, r.id, r.setting))
-        if g is None or len(g) < 2:
-            continue
+        if g is None or len(g) < 2 or not (g["n"] > 0).any():
+            continue  # one look, or never measured (not run, not applicable)
         levels = " -> ".join(f"{100 * v:.2f} %" for v in g["level"])
         dl = "-" if pd.isna(r.deciding_look) else str(int(r.deciding_look))
         out.append([r.study, r.id, r.setting, r.looks, levels, " -> ".join(g["verdict"]), dl,
