@@ -4,10 +4,10 @@
 # every study's seed and draw lists, from which its jobs are built - when it parses the
 # workflow: a plan written during a run cannot add jobs to it (a checkpoint re-evaluates input
 # functions, not the studies' config that their params and paths are built from).
-#   1. snakemake decide                                         -> results/decide/plan.{yaml,md,csv}
-#   2. snakemake --configfile results/decide/plan.yaml decide   -> the added units as the studies'
+#   1. snakemake decide                                    -> results/decide/look2/plan.{yaml,md,csv}
+#   2. snakemake --configfile results/decide/look2/plan.yaml decide -> the added units as the studies'
 #      ordinary jobs (the extended studies' outputs: Snakemake runs what the new units touch),
-#      and the ledger rebuilt from all units with its looks (results/decide/); the studies no
+#      and the ledger rebuilt from all units with its looks (results/decide/look2/); the studies no
 #      plan extended are read from their outputs where they exist (after `reproduce`), else
 #      "not run"
 # With the plan applied, --config decide='{dry: true}' writes the next look's plan only (over the
@@ -19,10 +19,16 @@ DECIDE = config["decide"]
 # a relative path of the decide block: in the working directory, else in the checkout (the
 # committed profile, unit-jobs table and ledger, when Snakemake runs elsewhere with -d)
 _checkout_path = lambda p: p if os.path.isabs(p) or os.path.exists(p) else os.path.join(workflow.basedir, p)
-DECIDE_PLAN = [f"results/decide/plan.{ext}" for ext in ("yaml", "md", "csv")]
-DECIDE_LEDGER = [f"results/decide/claims.{ext}" for ext in ("csv", "md", "html")] + [
-    "results/decide/looks.csv",
-    "results/decide/look.md",
+# the plan of the next look lands in its own folder: look<k>/ for the k-th entry of
+# decide.looks it adds (the first plan: look2/), never over the overlay applied now
+DECIDE_NEXT = max(len(DECIDE["looks"]), 1) + 1
+DECIDE_PLAN = [f"results/decide/look{DECIDE_NEXT}/plan.{ext}" for ext in ("yaml", "md", "csv")]
+DECIDE_APPLIED = f"results/decide/look{len(DECIDE['looks'])}/plan.yaml"  # when looks are set
+# the ledger of the look applied now, beside its plan (each look keeps its own)
+_LOOK_DIR = f"results/decide/look{len(DECIDE['looks'])}"
+DECIDE_LEDGER = [f"{_LOOK_DIR}/claims.{ext}" for ext in ("csv", "md", "html")] + [
+    f"{_LOOK_DIR}/looks.csv",
+    f"{_LOOK_DIR}/look.md",
 ]
 
 
@@ -30,7 +36,7 @@ DECIDE_LEDGER = [f"results/decide/claims.{ext}" for ext in ("csv", "md", "html")
 # reproduce ledger when built, else the committed one
 _REPRODUCE_LEDGER = "results/claims/all/claims.csv"
 DECIDE_LEDGER_INPUT = _checkout_path(DECIDE["ledger"]) if DECIDE["ledger"] else (
-    "results/decide/claims.csv" if DECIDE["looks"]
+    DECIDE_LEDGER[0] if DECIDE["looks"]
     else _REPRODUCE_LEDGER if os.path.exists(_REPRODUCE_LEDGER)
     else _checkout_path("docs/ledger/current.csv")
 )  # fmt: skip
@@ -59,9 +65,9 @@ rule decide_plan:
         profile=_checkout_path(DECIDE["profile"]),
         unit_jobs=_checkout_path(DECIDE["unit_jobs"]),
     output:
-        yaml="results/decide/plan.yaml",
-        md="results/decide/plan.md",
-        csv="results/decide/plan.csv",
+        yaml=DECIDE_PLAN[0],
+        md=DECIDE_PLAN[1],
+        csv=DECIDE_PLAN[2],
     log:
         "results/logs/decide/decide_plan.log",
     params:
@@ -80,11 +86,11 @@ rule decide_ledger:
     input:
         ledger_inputs({s: STUDIES[s]["kind"] for s in BASE_STUDIES}, DECIDE_LEDGER_FILES),
     output:
-        csv="results/decide/claims.csv",
-        md="results/decide/claims.md",
-        html="results/decide/claims.html",
-        looks="results/decide/looks.csv",
-        look="results/decide/look.md",
+        csv=DECIDE_LEDGER[0],
+        md=DECIDE_LEDGER[1],
+        html=DECIDE_LEDGER[2],
+        looks=DECIDE_LEDGER[3],
+        look=DECIDE_LEDGER[4],
     log:
         "results/logs/decide/decide_ledger.log",
     params:
@@ -92,7 +98,7 @@ rule decide_ledger:
         decide=DECIDE,
         level=config["ledger"]["level"],
         # the plan whose jobs this look ran (their CPU-s: the job logs written since it)
-        plan="results/decide/plan.yaml",
+        plan=DECIDE_APPLIED,
         code=code("decide_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
     threads: 1
     conda:

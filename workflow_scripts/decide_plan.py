@@ -1,6 +1,6 @@
 """Rule decide_plan: the plan of `snakemake decide` (ibrobust.decide.planner) for the ledger,
 within decide.budget_cpu_s, from the measured cost per unit; written as a config overlay
-(plan.yaml), its rows (plan.csv) and a readable table (plan.md)."""
+(results/decide/look<k>/plan.yaml), its rows (plan.csv) and a readable table (plan.md)."""
 
 import yaml
 from _job import Job
@@ -25,7 +25,7 @@ with Job(snakemake) as job:
     with atomic_path(out.yaml) as tmp:
         tmp.write_text(
             "# snakemake decide's plan (a config overlay): apply it with\n"
-            "#   snakemake --configfile results/decide/plan.yaml decide\n"
+            f"#   snakemake --configfile {out.yaml} decide\n"
             + yaml.safe_dump(config_overlay, sort_keys=False, default_flow_style=None)
         )
     save_csv(out.csv, plan.rows)

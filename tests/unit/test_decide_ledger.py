@@ -87,6 +87,7 @@ def test_the_ledger_gains_the_looks_and_claims_diff_reads_it(tmp_path):
     assert list(ledger.columns) == [*COLUMNS, *DECIDE_COLUMNS]
     row = ledger[ledger.id == "fa.binary_radius"].iloc[0]
     assert row.looks == "2 -> 3" and row.decide_cpu_s == 1234.0
+    assert row.look_level == pytest.approx(spend.level_at(2))
     assert row.deciding_look == deciding_look(list(table[table.id == "fa.binary_radius"].verdict))
     shown = looks_rows(ledger, table)
     assert "fa.binary_radius" in set(shown["claim id"])

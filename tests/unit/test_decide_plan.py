@@ -126,6 +126,17 @@ def test_planner_chooses_within_the_budget_and_shares_units():
     assert keys.loc["s.seeds", "rows"] == 2 and keys.loc["s.seeds", "cpu_s"] == p.predicted_cpu_s
 
 
+def test_planner_reads_the_interval_level_of_a_decide_ledger():
+    """A look's ledger states 0.95 in ``level`` and its interval's own level in
+    ``look_level``: the spread is backed out at the latter."""
+    cm = cost_model(JOBS, UNIT_JOBS, units={"lin.draws": 4})
+    half = stats.t.ppf(0.5 + 0.9924 / 2, 2) * 1.0 / math.sqrt(3)  # sd 1 at 99.24 %
+    row = _row(ci_lo=1.0 - half, ci_hi=1.0 + half, look_level=0.9924)
+    p = plan_units(pd.DataFrame([row]), STUDIES, cm, spending(0.95), settings=PlanSettings(0))
+    assert p.rows.units_needed.iloc[0] == units_for(1.0, 1.0, 3, spending(0.95).level_at(2),
+                                                    0.8, 10_000)  # fmt: skip
+
+
 def test_planner_budget_zero_and_cap():
     cm = cost_model(JOBS, UNIT_JOBS, units={"lin.draws": 4})
     p = plan_units(LEDGER, STUDIES, cm, spending(0.95), settings=PlanSettings(0))
@@ -146,6 +157,8 @@ def test_overlay_and_looks():
     o = overlay(p, STUDIES, looks=[])
     assert o["studies"] == {"s": {"seeds": list(range(m))}}
     assert o["decide"]["looks"] == [{"s.seeds": 3, "lin.draws": 4}, {"s.seeds": m, "lin.draws": 4}]
+    # a look that names only some lists: the others kept their lengths
+    assert overlay(p, STUDIES, looks=[{"s.seeds": 3}])["decide"]["looks"][0] == {"s.seeds": 3}
     with pytest.raises(ValueError, match="outside a decide plan"):
         overlay(p, STUDIES, looks=[{"s.seeds": 5, "lin.draws": 4}])
     looks = [

@@ -32,7 +32,9 @@ from ibrobust.ledger.table import CLAIMS, COLUMNS, StudyOutputs, evaluate_study
 
 LOOK_COLUMNS = ["study", "id", "setting", "look", "units", "n", "level", "ci_lo", "ci_hi",
                 "verdict"]  # fmt: skip
-DECIDE_COLUMNS = ["looks", "deciding_look", "decide_cpu_s"]  # added to the ledger
+# added to the ledger: the units at each look, the deciding look, the CPU-s the plans spent on
+# the row's study, and the level of the row's interval (its current look's)
+DECIDE_COLUMNS = ["looks", "deciding_look", "decide_cpu_s", "look_level"]
 DECISIVE = (HOLDS, WEAKER, FAILS)
 KEY = ["study", "id", "setting"]
 
@@ -132,20 +134,23 @@ def with_looks(
     """The ledger with :data:`DECIDE_COLUMNS`: the units at each look ("3 seeds -> 5
     seeds"), the deciding look, and ``cpu`` (study -> CPU-s the plans spent on it)."""
     out = ledger.copy()
-    looks, deciding = [], []
+    looks, deciding, levels = [], [], []
     groups = {k: g.sort_values("look") for k, g in records.groupby(KEY, sort=False)}
     for r in out.itertuples(index=False):
         g = groups.get((r.study, r.id, r.setting))
         if g is None:
             looks.append("")
             deciding.append(math.nan)
+            levels.append(math.nan)
             continue
         looks.append(" -> ".join(f"{int(n)}" for n in g["n"]))
         deciding.append(deciding_look(list(g["verdict"])))
+        levels.append(float(g["level"].iloc[-1]))
     out["looks"] = looks
     out["deciding_look"] = deciding
+    out["look_level"] = levels
     out["decide_cpu_s"] = [float((cpu or {}).get(s, 0.0)) for s in out["study"]]
-    return out[[*COLUMNS, *(c for c in out if c not in COLUMNS)]]
+    return out[[*COLUMNS, *DECIDE_COLUMNS]]
 
 
 PHASES = re.compile(r" phases (?:\w+=[-\d.]+ )*cpu=([\d.]+)")

@@ -188,7 +188,10 @@ def _candidate(i: int, row: Mapping, key: UnitKey, level_next: float) -> Candida
     )
     if u < 2:
         return "no interval (one unit): no spread to plan from"
-    crit = float(critical(float(row["level"]), u - 1 if t_based else None))
+    # the interval's own level: its look's in a decide ledger (look_level), else the ledger's
+    own = _finite(row.get("look_level", ""))
+    level = own[0] if own else float(row["level"])
+    crit = float(critical(level, u - 1 if t_based else None))
     sigma = side / crit * math.sqrt(u)
     return Candidate(i, key, b, abs(c - b), sigma, u, t_based, _is_true(row["fragile"]), level_next)
 
@@ -365,7 +368,8 @@ def overlay(
             node[last] = extended(list(key.values), m - len(key.values))
     before = {n: len(k.values) for n, k in keys.items()}
     history = [dict(x) for x in looks] or [before]
-    if history[-1] != before:
+    # a list the last look does not name kept its length (as study_look reads it)
+    if any(before.get(k, v) != v for k, v in history[-1].items()):
         raise ValueError(
             "decide.looks' last look does not match the config's unit lists "
             f"({history[-1]} vs {before}): a list was edited outside a decide plan"

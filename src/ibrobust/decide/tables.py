@@ -86,6 +86,6 @@ def look_summary(
         f"Before: {counts(before)}; fragile {fragile(before)}.",
         f"After: {counts(after)}; fragile {fragile(after)}.",
         "",
-        "What changed, row by row: `ibrobust claims diff BEFORE.csv results/decide/claims.csv`.",
+        "What changed, row by row: `ibrobust claims diff BEFORE.csv results/decide/look<k>/claims.csv`.",
     ]
     return "\n".join(lines) + "\n"
