@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ibrobust.decide.cost import cost_model
+from ibrobust.decide.cost import cost_model, read_jobs
 from ibrobust.decide.planner import PlanSettings, overlay, plan_units
 from ibrobust.decide.power import chance_to_decide, units_for
 from ibrobust.decide.spending import spending
@@ -63,6 +63,30 @@ def test_cost_model_unmeasured_rule_and_bad_tables():
         cost_model(JOBS, UNIT_JOBS)  # the looped list's length is needed
     with pytest.raises(KeyError, match="x.seeds"):
         cost_model(JOBS, UNIT_JOBS, {"lin.draws": 4}).unit_cost("x.seeds")
+
+
+def test_jobs_from_a_run_s_logs(tmp_path):
+    log = (
+        "2026-01-01 00:00:00 INFO ibrobust.train: start train seed0/binary/gd/m/ds @fa threads=1 "
+        "mlflow=off host=h\n2026-01-01 00:00:09 INFO ibrobust.train: phases wall=9.0 cpu=8.5 "
+        "startup=2.0 data=0.1\n"
+    )  # fmt: skip
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "train.log").write_text(log)
+    (tmp_path / "b.log").write_text(log.replace("seed0/binary/gd/m/ds ", "").split("\n")[0])
+    (tmp_path / "c.log").write_text("... start decide_plan - @shared threads=1\n phases cpu=1.5\n")
+    jobs = read_jobs(tmp_path)  # b.log: still running (no phases line), left out
+    assert jobs.to_dict("records") == [
+        {"rule": "train", "study": "fa", "cpu": 8.5},
+        {"rule": "decide_plan", "study": "shared", "cpu": 1.5},
+    ]
+    with pytest.raises(ValueError, match="no finished job"):
+        read_jobs(_empty(tmp_path))
+
+
+def _empty(tmp_path):
+    (tmp_path / "empty").mkdir()
+    return tmp_path / "empty"
 
 
 def test_unit_lists_and_rows():

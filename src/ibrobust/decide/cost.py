@@ -6,7 +6,8 @@ Two measured tables go in:
   ``benchmarks/profile_workflow.py RUN_DIR --save JOBS.csv`` writes them from a run's logs
   (each job's ``phases ... cpu=`` line: getrusage of the job process and its children, the
   number MLflow records as ``job.cpu_s``); the committed ones are
-  ``benchmarks/profiles/reproduce-<commit>.csv``;
+  ``benchmarks/profiles/reproduce-<commit>.csv``; or read straight from a run's job logs
+  (``decide.profile: results/logs``, :func:`jobs_from_logs`);
 * **the jobs one unit adds** (``study``, ``key``, ``rule``, ``jobs``), from Snakemake's own
   plan with the unit list extended by one (``benchmarks/decide_unit_jobs.py``): e.g. a
   PRICE-NN CNN seed adds one ``train`` job per (n, eps, optimizer) cell and their attacks.
@@ -27,11 +28,15 @@ the profile records no wildcards. Pure pandas.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
+START = re.compile(r" start (\S+) (.*?) ?@(\S+) threads=")  # workflow_scripts/_job.py
+PHASES = re.compile(r" phases (?:\w+=[-\d.]+ )*cpu=([\d.]+)")
 LEDGER_RULES = ("claims_all",)  # rerun once after any unit: the ledger itself
 SHARED = "shared"  # the profile's study of jobs that belong to no study (datasets, ledger)
 COST_COLUMNS = ["study", "key", "rule", "mode", "jobs", "cpu_per_job", "cpu", "measured"]
@@ -135,9 +140,32 @@ def cost_model(
     return CostModel(per_unit, fixed, table, fixed_key)
 
 
+def jobs_from_logs(texts: Iterable[str]) -> pd.DataFrame:
+    """(rule, study, cpu) of every finished job among the log texts: its first line's
+    ``start <rule> <wildcards> @<study> threads=`` and its ``phases ... cpu=`` line (a job
+    still running or failed has none and is left out)."""
+    rows = []
+    for text in texts:
+        start, cpu = START.search(text), PHASES.findall(text)
+        if start and cpu:
+            rows.append((start.group(1), start.group(3), float(cpu[-1])))
+    return pd.DataFrame(rows, columns=["rule", "study", "cpu"])
+
+
+def read_jobs(path) -> pd.DataFrame:
+    """The jobs' CPU-s: a CSV (``rule``, ``study``, ``cpu``), or a folder of job logs."""
+    path = Path(path)
+    if path.is_dir():
+        jobs = jobs_from_logs(f.read_text(errors="replace") for f in sorted(path.rglob("*.log")))
+        if jobs.empty:
+            raise ValueError(f"{path}: no finished job's log (a phases line) under it")
+        return jobs
+    return pd.read_csv(path)
+
+
 def read_cost_model(jobs_csv, unit_jobs_csv, units: dict[str, int] | None = None) -> CostModel:
     """:func:`cost_model` of the two CSV files, naming a file that lacks a column."""
     try:
-        return cost_model(pd.read_csv(jobs_csv), pd.read_csv(unit_jobs_csv), units)
+        return cost_model(read_jobs(jobs_csv), pd.read_csv(unit_jobs_csv), units)
     except ValueError as err:
         raise ValueError(f"{jobs_csv} / {unit_jobs_csv}: {err}") from err

@@ -19,13 +19,13 @@ look.md). Each study's sources are loaded once (:func:`load_sources`).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from ibrobust.claims.sources import load_source
 from ibrobust.claims.verdicts import FAILS, HOLDS, WEAKER
+from ibrobust.decide.cost import PHASES
 from ibrobust.decide.spending import Spending
 from ibrobust.decide.units import study_look, unit_keys
 from ibrobust.ledger.table import CLAIMS, COLUMNS, StudyOutputs, evaluate_study
@@ -151,9 +151,6 @@ def with_looks(
     out["look_level"] = levels
     out["decide_cpu_s"] = [float((cpu or {}).get(s, 0.0)) for s in out["study"]]
     return out[[*COLUMNS, *DECIDE_COLUMNS]]
-
-
-PHASES = re.compile(r" phases (?:\w+=[-\d.]+ )*cpu=([\d.]+)")
 
 
 def job_cpu(log_text: str) -> float | None:
