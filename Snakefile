@@ -33,6 +33,7 @@ wildcard_constraints:
 
 include: "rules/targets.smk"
 include: "rules/claims.smk"
+include: "rules/decide.smk"
 
 
 rule all:

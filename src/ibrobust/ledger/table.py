@@ -175,15 +175,18 @@ def with_restored_quotes(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
+def evaluate_study(
+    so: StudyOutputs, level: float = LEVEL, sources: Mapping[str, pd.DataFrame] | None = None
+) -> list[dict]:
     """Ledger rows of one study (every claim of its kind, in declaration order); verdicts
-    on ``level`` intervals."""
+    on ``level`` intervals. ``sources``: the study's sources already loaded (e.g. cut to
+    the units of an earlier look, ibrobust.decide.looks) instead of read from the files."""
     module = CLAIMS[so.kind]
     study = so.ctx.name
     claims = module.claims(so.ctx)
     if not so.enabled:
         return [_row(study, c, level, verdict=NOT_RUN, reason=so.skipped) for c in claims]
-    loaded, absent = _load_sources(so, module.SOURCES)
+    loaded, absent = _load_sources(so, module.SOURCES, sources)
     rows = []
     for c in claims:
         why_not = c.not_applicable(so.ctx) if c.not_applicable is not None else None
@@ -214,14 +217,17 @@ def evaluate_study(so: StudyOutputs, level: float = LEVEL) -> list[dict]:
     return rows
 
 
-def _load_sources(so: StudyOutputs, sources: dict) -> tuple[dict[str, pd.DataFrame], dict]:
-    """(source -> its table, for the sources built here; source -> why it is absent)."""
+def _load_sources(
+    so: StudyOutputs, sources: dict, given: Mapping[str, pd.DataFrame] | None = None
+) -> tuple[dict[str, pd.DataFrame], dict]:
+    """(source -> its table, for the sources built here; source -> why it is absent);
+    ``given``: tables already loaded, used instead of reading their files."""
     loaded: dict[str, pd.DataFrame] = {}
     absent: dict[str, str] = {}
     for name, src in sources.items():
         path = Path(so.paths[name])
         if so.provides(name):
-            loaded[name] = load_source(path, src)
+            loaded[name] = given[name] if given is not None else load_source(path, src)
         else:
             absent[name] = f"output absent: {path} is not built here (built by {src.built_by})"
     return loaded, absent

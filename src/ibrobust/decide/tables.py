@@ -1,0 +1,91 @@
+"""The plan and a look's outcome, readable: markdown of :class:`~ibrobust.decide.planner.Plan`
+(per unit list, per row) and of the ledger after a look (predicted beside measured CPU-s,
+verdict counts). Pure functions of the tables."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from ibrobust.decide.planner import Plan
+
+
+def _n(v, fmt: str = "{:.0f}") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v == "":
+        return "-"
+    return fmt.format(v)
+
+
+def plan_markdown(plan: Plan, ledger_path: str = "") -> str:
+    """The plan: its unit lists (units now -> planned, CPU-s, expected rows decided) and its
+    rows (threshold, units needed, chance, outcome)."""
+    k = plan.keys
+    added = k[k.added > 0]
+    decided = float(k.expected_decided.sum()) if not k.empty else 0.0
+    lines = [
+        "# snakemake decide: the plan",
+        "",
+        f"Ledger {ledger_path or '(given)'}; budget {plan.budget_cpu_s:,.0f} CPU-s; predicted "
+        f"{plan.predicted_cpu_s:,.0f} CPU-s; {len(plan.rows)} rows inconclusive or fragile, "
+        f"{int((plan.rows.added > 0).sum())} of them get units; expected rows decided "
+        f"{decided:.1f}.",
+        "",
+        "| unit list | look | level | units | planned | added | CPU-s / unit | CPU-s | rows | "
+        "expected decided |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in k.itertuples(index=False):
+        lines.append(
+            f"| {r.key} | {r.look} | {100 * r.level:.2f} % | {r.units} | {r.units_planned} | "
+            f"{r.added} | {_n(r.cpu_per_unit)} | {r.cpu_s:,.0f} | {r.rows} | "
+            f"{r.expected_decided:.2f} |"
+        )
+    if added.empty:
+        lines.append("\nNo unit list is extended: nothing fits the budget.")
+    lines += [
+        "",
+        "| study | claim id | setting | verdict | fragile | units | threshold | needed | "
+        "planned | chance | outcome |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in plan.rows.itertuples(index=False):
+        lines.append(
+            f"| {r.study} | {r.id} | {r.setting} | {r.verdict} | {r.fragile} | {_n(r.units)} | "
+            f"{_n(r.threshold, '{:.3g}')} | {_n(r.units_needed)} | {_n(r.units_planned)} | "
+            f"{_n(r.chance, '{:.2f}')} | {r.outcome} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def look_summary(
+    before: pd.DataFrame,
+    after: pd.DataFrame,
+    predicted: Mapping[str, float],
+    measured: float | None,
+) -> str:
+    """A look's outcome: predicted (per study) and measured CPU-s, verdicts before and
+    after, inconclusive and fragile rows left."""
+
+    def counts(df: pd.DataFrame) -> str:
+        c = df.verdict.value_counts()
+        return ", ".join(f"{v} {n}" for v, n in c.items())
+
+    def fragile(df: pd.DataFrame) -> int:
+        return int(df.fragile.astype(str).str.lower().eq("true").sum())
+
+    lines = [
+        "# snakemake decide: the look",
+        "",
+        f"Predicted CPU-s (the plans): {sum(predicted.values()):,.0f} "
+        f"({', '.join(f'{s} {v:,.0f}' for s, v in predicted.items()) or 'none'}); measured "
+        f"(the jobs' own records since the plan): "
+        f"{'-' if measured is None else f'{measured:,.0f}'}.",
+        "",
+        f"Before: {counts(before)}; fragile {fragile(before)}.",
+        f"After: {counts(after)}; fragile {fragile(after)}.",
+        "",
+        "What changed, row by row: `ibrobust claims diff BEFORE.csv results/decide/look<k>/claims.csv`.",
+    ]
+    return "\n".join(lines) + "\n"
