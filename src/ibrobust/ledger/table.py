@@ -21,9 +21,9 @@ from types import ModuleType
 import pandas as pd
 
 from ibrobust.claims.core import Claim, StudyContext
+from ibrobust.claims.forms import CELLS, cells_text
 from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.measurement import Measurement
-from ibrobust.claims.rules import fragility
 from ibrobust.claims.sources import SummaryError, load_source
 from ibrobust.claims.verdicts import NOT_APPLICABLE, NOT_RUN, VERDICTS, NotApplicable, NotRun
 from ibrobust.kinds import STUDIES
@@ -66,6 +66,7 @@ COLUMNS = [
     "reason",
     "fragile",
     "fragile_reason",
+    "form",
     "rule",
     "derivation",
     "strong_lo",
@@ -129,6 +130,7 @@ def _row(study: str, claim: Claim, level: float, **kw) -> dict:
         quote=claim.citation.quote,
         scope=claim.citation.scope,
         paper=claim.paper,
+        form=claim.form,
         rule=claim.rule.text(level),
         derivation=claim.derivation,
         strong_lo=claim.rule.strong[0],
@@ -201,29 +203,38 @@ def _load_sources(so: StudyOutputs, sources: dict) -> tuple[dict[str, pd.DataFra
 
 
 def _measured_row(study: str, c: Claim, level: float, m: Measurement) -> dict:
-    """The ledger row of claim ``c`` measured as ``m``: its verdict, interval and fragility."""
+    """The ledger row of claim ``c`` measured as ``m``: its verdict, interval and fragility
+    (a per-cell measurement: the interval of the cell the verdict shows, every cell's in the
+    note)."""
     decision = c.verdict(m, level)
     assert decision.verdict in VERDICTS, decision
-    frag = fragility(c.rule, m, level)
-    iv = m.ci(level)
+    frag = c.fragility(m, level)
+    note = m.note
+    if m.kind == CELLS:
+        iv = decision.interval
+        shown = dict(m.cells)[decision.cell] if decision.cell else m
+        every = f"per cell, corrected: {cells_text(m, level)}"
+        note = f"{note}; {every}" if note else every
+    else:
+        iv, shown = m.ci(level), m
     return _row(
         study,
         c,
         level,
-        ours_mean=m.mean,
-        ours_spread=m.spread,
+        ours_mean=shown.mean if iv is None else iv.center,
+        ours_spread=shown.spread,
         ci_lo=math.nan if iv is None else iv.lo,
         ci_hi=math.nan if iv is None else iv.hi,
-        ci_method="" if iv is None else iv.method,
-        n=len(m.values) if iv is None else iv.n,
-        unit=m.unit if iv is None else iv.unit,
-        points=m.points or 0,
-        lower_bound=m.lower_bound,
+        ci_method="" if iv is None else iv.method + (", per cell, Bonferroni" if m.cells else ""),
+        n=len(shown.values) if iv is None else iv.n,
+        unit=shown.unit if iv is None else iv.unit,
+        points=shown.points or 0,
+        lower_bound=shown.lower_bound,
         verdict=decision.verdict,
         reason=decision.reason,
         fragile="" if frag.fragile is None else frag.fragile,
         fragile_reason=frag.reason,
-        note=m.note,
+        note=note,
     )
 
 
