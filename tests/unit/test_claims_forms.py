@@ -48,8 +48,9 @@ def test_a_direction_needs_strong_equal_weak_on_one_side():
         claim(forms.DIRECTION, between("edge", (-1.0, 1.0), (-1.0, 1.0)))
 
 
-def test_a_bound_needs_a_number_and_a_weaker_form():
+def test_a_bound_needs_a_number():
     claim(forms.BOUND, at_least("gap", 0.2, 0.0, strict=True))
+    claim(forms.BOUND, at_least("radius", 0.4, 0.4))  # a bound taken as stated
     with pytest.raises(FormError, match=r"\(bound\).*declare the form direction"):
         claim(forms.BOUND, POS)
 

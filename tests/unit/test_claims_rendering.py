@@ -104,9 +104,9 @@ def test_markdown_carries_interval_units_reason_and_source(tmp_path):
     # the source cell: document, place and the quote
     src = row_of(table, "fa.universal_radius")
     assert f'| {src.source}: "{src.quote}" |' in md.replace("\\|", "|")
-    # a fragile verdict says so and why: other_class (0.05, 0.06, 0.04) holds on
-    # [0.025, 0.075]; without the first seed (0.06, 0.04) = 0.05 +- 0.127 straddles 0.1
-    assert "| **holds** (fragile): without the 1st of 3 seeds: holds weaker;" in md
+    # a fragile verdict says so and why: the other-class slope (-0.05, -0.04, -0.06) holds
+    # on [-0.075, -0.025] < 0; without seed 0, (-0.04, -0.06) = -0.05 +- 0.127 straddles 0
+    assert "| **holds** (fragile): without seed 0: inconclusive;" in md
 
 
 def test_markdown_lists_each_claims_source_rule_and_derivation(tmp_path):
@@ -400,7 +400,7 @@ def test_html_marks_fragile_verdicts_and_carries_the_cells(tmp_path):
     assert "&gt;= 0.379 [-0.981, inf]" in html and "study disabled" in html
     fragile = by_id["fa.other_class_small"]
     assert fragile.cells[6].text == "holds fragile"
-    assert fragile.cells[7].text.startswith("without the 1st of 3 seeds: holds weaker")
+    assert fragile.cells[7].text.startswith("without seed 0: inconclusive")
     assert by_id["fa.binary_radius"].cells[6].text == "holds"  # (1, 1, 1): not fragile
     n_fragile = int(table.fragile.map(lambda v: v is True).sum())
     assert (

@@ -31,6 +31,8 @@ from ibrobust.claims.forms import (
     EQUIVALENCE,
     EXISTENTIAL,
     UNIVERSAL,
+    along,
+    number_or_direction,
     per_cell,
     trend,
 )
@@ -69,7 +71,7 @@ __all__ = [
     "not_above", "Measurement", "pooled_slope", "Decision", "Fragility", "Rule", "at_least",
     "at_most", "between", "decide", "fragility",
     "ASYMPTOTIC", "BOUND", "DIRECTION", "EQUIVALENCE", "EXISTENTIAL", "UNIVERSAL", "per_cell",
-    "trend",
+    "trend", "number_or_direction", "along",
 ]  # fmt: skip
 
 
@@ -115,23 +117,20 @@ class Claim:
     measure: str
     rule: Rule
     compute: Compute
+    form: str
     sources: tuple[str, ...] = ("summary",)
     setting: str = ""
     applies: Callable[[StudyContext], str | None] | None = None
     not_applicable: Callable[[StudyContext], str | None] | None = None
-    form: str = ""  # transitional: "" is a claim whose form is not declared yet (unchecked)
 
     def __post_init__(self) -> None:
         if not self.derivation.strip():
             raise ValueError(f"claim {self.id}: a rule needs its derivation from the source")
-        if self.form:
-            forms.check_rule(self.id, self.form, self.rule)
+        forms.check_rule(self.id, self.form, self.rule)
 
     def verdict(self, m: Measurement, level: float = LEVEL) -> Decision:
         """The verdict of the rule on ``m`` under the claim's form (FormError when ``m`` is
         not a kind of measurement the form may be judged on)."""
-        if not self.form:
-            return decide(self.rule, m, level)
         forms.check_measurement(self.id, self.form, m)
         return forms.judge(self.form, self.rule, m, level)
 

@@ -42,7 +42,7 @@ The per-cell decisions are :func:`judge`'s; the other forms are decided on one i
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ibrobust.claims.intervals import LEVEL, Interval
@@ -73,6 +73,13 @@ def is_direction(rule: Rule) -> bool:
     return rule.strong == rule.weak and sum(math.isfinite(b) for b in rule.strong) == 1
 
 
+def number_or_direction(rule: Rule) -> str:
+    """The form of a claim whose source gives a number in one scope (a readout, an
+    architecture) and only the direction in the others: a bound where the rule carries the
+    number, a direction where it does not."""
+    return DIRECTION if is_direction(rule) else BOUND
+
+
 def check_rule(claim_id: str, form: str, rule: Rule) -> None:
     """FormError naming the claim when ``rule`` is not of the family ``form`` fixes."""
     if form not in FORMS:
@@ -88,11 +95,12 @@ def _rule_misfit(form: str, rule: Rule) -> str:
             "a direction (P5) has strong = weak = one side of a bound, got strong "
             f"{rule.strong}, weak {rule.weak}"
         )
-    if form == BOUND and (is_direction(rule) or rule.strong == rule.weak):
+    numbers = [b for b in rule.strong if math.isfinite(b) and b != 0]
+    if form == BOUND and rule.strong == rule.weak and not numbers:
         return (
-            "a bound (P1 / P2 / P3) has a strong region around the source's number and a "
-            f"weaker one in the same direction, got strong = weak = {rule.strong} (a "
-            "direction: declare the form direction)"
+            "a bound (P1 / P2 / P3) has a strong region around the source's number (and a "
+            "weaker one in the same direction, or the bound as stated), got strong = weak = "
+            f"{rule.strong} (a direction: declare the form direction)"
         )
     if form == EQUIVALENCE:
         ends = (*rule.strong, *rule.weak)
@@ -132,6 +140,12 @@ def trend(m: Measurement, along: str) -> Measurement:
     """``m`` (a slope or a last/first ratio with its interval) marked as a trend along the
     variable ``along`` (e.g. "training steps t", "log k")."""
     return replace(m, kind=TREND, along=along)
+
+
+def along(compute: Callable, variable: str) -> Callable:
+    """A claim's ``compute`` whose measurement (a slope or a last/first ratio) is marked as a
+    trend along ``variable`` (:func:`trend`)."""
+    return lambda src, ctx: trend(compute(src, ctx), variable)
 
 
 def per_cell(cells: Sequence[tuple[str, Measurement]], note: str = "") -> Measurement:
