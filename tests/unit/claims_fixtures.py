@@ -122,12 +122,14 @@ def ledger(
     cfg: dict,
     files: Mapping[tuple[str, str], pd.DataFrame],
     level: float = LEVEL,
+    per_claim: bool = False,
 ) -> pd.DataFrame:
     """The ledger of ``cfg`` when exactly ``files`` ((study, relative path) -> table) exist,
-    indexed by (study, id, setting)."""
+    indexed by (study, id, setting): every study's rows as each study alone judges them
+    (``per_claim``: one verdict per claim, as the ledger rule writes it)."""
     for (study, rel), df in files.items():
         write(tmp_path, study, rel, df)
-    table = build_ledger(study_outputs(cfg, tmp_path), level)
+    table = build_ledger(study_outputs(cfg, tmp_path), level, per_claim=per_claim)
     return table.set_index(["study", "id", "setting"]).sort_index()
 
 

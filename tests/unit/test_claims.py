@@ -968,3 +968,30 @@ def test_every_claim_row_has_its_source_and_derivation(tmp_path):
     assert row.source.startswith("Li et al. 2025, slides 'Averaged Features are Non-robust")
     assert "zero δ -robust accuracy" in row.quote
     assert np.isfinite(row.strong_lo) and row.derivation.startswith("Strong (P1")
+
+
+# ---- one verdict per claim -----------------------------------------------------------------
+def test_a_claim_is_listed_where_it_is_judged_and_once_where_no_study_judges_it():
+    """A not-applicable row is dropped when another study judges the claim (or would: not
+    run); a claim no study judges keeps its first row, naming the others and the cost."""
+    from ibrobust.ledger.table import COLUMNS, one_verdict_per_claim
+
+    def row(study, id_, verdict, reason=""):
+        return dict.fromkeys(COLUMNS, "") | dict(study=study, id=id_, setting="s",
+                                                 verdict=verdict, reason=reason)  # fmt: skip
+
+    df = pd.DataFrame([
+        row("a", "x.judged", HOLDS), row("b", "x.judged", NOT_APPLICABLE, "limit only"),
+        row("a", "x.pending", NOT_RUN, "no converged run"),
+        row("b", "x.pending", NOT_APPLICABLE, "limit only"),
+        row("a", "x.nowhere", NOT_APPLICABLE, "paper scale only"),
+        row("b", "x.nowhere", NOT_APPLICABLE, "paper scale only"),
+    ], columns=COLUMNS)  # fmt: skip
+    got = one_verdict_per_claim(df, {"x.nowhere": "days of GPU time"})
+    assert list(zip(got.study, got.id, got.verdict)) == [
+        ("a", "x.judged", HOLDS), ("a", "x.pending", NOT_RUN),
+        ("a", "x.nowhere", NOT_APPLICABLE),
+    ]  # fmt: skip
+    assert got.reason.iloc[2] == (
+        "paper scale only (not applicable in b too); no study here judges it: days of GPU time"
+    )

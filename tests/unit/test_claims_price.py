@@ -406,6 +406,22 @@ def test_protocol_claims_are_not_applicable_in_a_study_trained_to_the_limit(tmp_
     assert set(df[(df.study == "price_linear") & df.id.isin(PROTOCOL)].verdict) == {NOT_RUN}
 
 
+def test_the_ledger_lists_each_price_claim_once_where_it_is_judged(tmp_path):
+    """With price_linear (the protocol) and price_limit (the limit) both run, the ledger the
+    claims rule writes lists the protocol claims in price_linear only and the limit claims in
+    price_limit only: no not-applicable duplicates."""
+    files = limit_files(lambda n, d: 0.95, lambda n, d: 0.95)
+    files.update(edge_outputs(lambda ds, o, f, n, d: 0.05 if f > 0 else 0.0))
+    cfg = default_config(price_limit=True)
+    every = ledger(tmp_path, cfg, files).reset_index()
+    df = ledger(tmp_path, cfg, files, per_claim=True).reset_index()
+    assert not (df.verdict == NOT_APPLICABLE).any()
+    assert set(df[df.study == "price_limit"].id) == set(LIMIT)
+    assert set(df[df.study == "price_linear"].id) == set(PROTOCOL)
+    dropped = every[every.verdict == NOT_APPLICABLE]
+    assert len(df) == len(every) - len(dropped) and len(dropped) > 0
+
+
 def test_price_claims_need_their_regime_and_optimizers(tmp_path):
     files = edge_outputs(lambda ds, o, f, n, d: 0.05 if f > 0 else 0.0)
     cfg = default_config()

@@ -140,16 +140,15 @@ def test_markdown_escapes_pipes_and_line_breaks(tmp_path):
 def test_not_applicable_is_counted_apart_from_not_run_and_rendered(tmp_path):
     table = mixed_ledger(tmp_path)
     counts = table.verdict.value_counts()
-    # FA's span residual, PRICE-LIN's two limit claims (price_linear stops at 1e-4)
+    # FA's span residual; PRICE-LIN's two limit claims (price_linear stops at 1e-4) are
+    # listed where they are judged, the (disabled: not run) price_limit, not repeated
     na = table[table.verdict == NOT_APPLICABLE]
-    assert set(zip(na.study, na.id, strict=True)) == {
-        ("fa", "fa.span_residual"),
-        ("price_linear", "price.limit_is_min_l1_cd"),
-        ("price_linear", "price.limit_is_min_l1_diag_gd"),
-    }
+    assert set(zip(na.study, na.id, strict=True)) == {("fa", "fa.span_residual")}
+    limit = table[table.id.str.startswith("price.limit_is_min_l1")]
+    assert set(zip(limit.study, limit.verdict)) == {("price_limit", NOT_RUN)}
     assert (
-        counts[NOT_APPLICABLE] == 3
-        and counts[NOT_RUN] == len(table) - 3 - table.verdict.isin(JUDGED).sum()
+        counts[NOT_APPLICABLE] == 1
+        and counts[NOT_RUN] == len(table) - 1 - table.verdict.isin(JUDGED).sum()
     )
     md = ledger_markdown(table)
     assert f"{counts[NOT_APPLICABLE]} not applicable, {counts[NOT_RUN]} not run." in md
@@ -219,7 +218,7 @@ def test_readme_excerpt_from_the_csv(tmp_path):
     longer = readme_excerpt(back, max_rows=20)
     assert "| 1.100 [0.603, 1.597] (3 seeds x 1000 points) | inconclusive |" in longer
     assert "| holds (fragile) |" in longer
-    assert f"({len(table)} claims in all" in excerpt and "3 not applicable" in excerpt
+    assert f"({len(table)} claims in all" in excerpt and "1 not applicable" in excerpt
     assert "full table in `results/claims/claims.md`" in excerpt
     assert "`results/claims/all/claims.md`" in readme_excerpt(
         back, full="results/claims/all/claims.md"

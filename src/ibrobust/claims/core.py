@@ -107,7 +107,9 @@ class Claim:
     in this configuration (e.g. the MNIST half is not configured): "not run";
     ``not_applicable``: None, or a function of the context returning why the study cannot
     test the claim by construction (e.g. it stops before the claimed regime): "not
-    applicable" (``compute`` may also raise :class:`NotApplicable`)."""
+    applicable" (``compute`` may also raise :class:`NotApplicable`); ``cost``: what judging
+    the claim would take where no study of the default config can (shown once in the
+    ledger, :func:`ibrobust.ledger.table.one_verdict_per_claim`)."""
 
     id: str
     claim: str
@@ -122,6 +124,7 @@ class Claim:
     setting: str = ""
     applies: Callable[[StudyContext], str | None] | None = None
     not_applicable: Callable[[StudyContext], str | None] | None = None
+    cost: str = ""
 
     def __post_init__(self) -> None:
         if not self.derivation.strip():

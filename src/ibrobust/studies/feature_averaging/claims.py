@@ -231,6 +231,9 @@ def _geometry_claims(ds: str, tag: str, k: int) -> list[Claim]:
             "every trained net, of runs that train the weights directly",
             rule=at_most("residual_max", 1e-3, 1e-2),
             compute=span_residual(ds),
+            cost="a study whose features and training noises do not span the input space "
+            "(k + n < d) and whose GD trains the weights directly (method: direct): one more "
+            "2-class training per seed at Study FA's size",
         ),
     ]
 
