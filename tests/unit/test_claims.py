@@ -988,7 +988,7 @@ def test_a_claim_is_listed_where_it_is_judged_and_once_where_no_study_judges_it(
         row("b", "x.nowhere", NOT_APPLICABLE, "paper scale only"),
     ], columns=COLUMNS)  # fmt: skip
     got = one_verdict_per_claim(df, {"x.nowhere": "days of GPU time"})
-    assert list(zip(got.study, got.id, got.verdict)) == [
+    assert list(zip(got.study, got.id, got.verdict, strict=True)) == [
         ("a", "x.judged", HOLDS), ("a", "x.pending", NOT_RUN),
         ("a", "x.nowhere", NOT_APPLICABLE),
     ]  # fmt: skip

@@ -145,7 +145,7 @@ def test_not_applicable_is_counted_apart_from_not_run_and_rendered(tmp_path):
     na = table[table.verdict == NOT_APPLICABLE]
     assert set(zip(na.study, na.id, strict=True)) == {("fa", "fa.span_residual")}
     limit = table[table.id.str.startswith("price.limit_is_min_l1")]
-    assert set(zip(limit.study, limit.verdict)) == {("price_limit", NOT_RUN)}
+    assert set(zip(limit.study, limit.verdict, strict=True)) == {("price_limit", NOT_RUN)}
     assert (
         counts[NOT_APPLICABLE] == 1
         and counts[NOT_RUN] == len(table) - 1 - table.verdict.isin(JUDGED).sum()
