@@ -2,6 +2,7 @@
 
     ibrobust claims diff BEFORE.csv AFTER.csv [--format md|csv] [--all]
     ibrobust claims excerpt LEDGER.csv [--rows 8] [--readme README.md]
+    ibrobust claims prereg [--check] [--repo .]
     ibrobust config docs [--check]
     ibrobust config check FILE...
     ibrobust replay [SPOOL_DIR] [--tracking-uri URI] [--serve STORE_URI] ...
@@ -46,6 +47,23 @@ def claims_excerpt(a: argparse.Namespace) -> int:
         return 0
     a.readme.write_text(splice_excerpt(a.readme.read_text(), excerpt, str(a.readme)))
     print(f"{a.readme}: claims excerpt regenerated from {a.ledger}")
+    return 0
+
+
+def claims_prereg(a: argparse.Namespace) -> int:
+    from ibrobust.ledger.prereg import RECORD, default_config, preregistration
+
+    table = preregistration(default_config(a.repo), a.repo)
+    text = table.to_csv(index=False)
+    out = a.repo / RECORD
+    if a.check:
+        if out.is_file() and out.read_text() == text:
+            return 0
+        print(f"{out} is not what `ibrobust claims prereg` computes from git: regenerate it")
+        return 1
+    out.write_text(text)
+    n = int((table["revised_after_result"] == "yes").sum())
+    print(f"{out}: {len(table)} claims, {n} revised after the result")
     return 0
 
 
@@ -101,6 +119,9 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("after", type=Path, help="the later ledger")
     d.add_argument("--format", choices=("md", "csv"), default="md", help="default: md")
     d.add_argument("--all", action="store_true", help="list the unchanged rows too")
+    r = _command(claims, "prereg", claims_prereg, "the pre-registration record, from git")
+    r.add_argument("--repo", type=Path, default=Path("."), help="the checkout (default .)")
+    r.add_argument("--check", action="store_true", help="exit 1 if the committed record drifts")
     e = _command(claims, "excerpt", claims_excerpt, "the README's short ledger table")
     e.add_argument("ledger", type=Path, help="claims.csv written by `snakemake claims`")
     e.add_argument("--rows", type=int, default=8, help="claims shown (default 8)")

@@ -58,9 +58,10 @@ def is_fragile(row: Mapping) -> bool:
 
 
 def verdict_cell(row: Mapping) -> str:
+    revised = f" (*{row['revised']}*)" if row.get("revised") else ""
     if row["verdict"] not in JUDGED:
-        return f"{row['verdict']}: {row['reason']}"
-    text = f"**{row['verdict']}**" + (" (fragile)" if is_fragile(row) else "")
+        return f"{row['verdict']}: {row['reason']}{revised}"
+    text = f"**{row['verdict']}**" + (" (fragile)" if is_fragile(row) else "") + revised
     reasons = [
         r for r in (row["reason"], row.get("fragile_reason", "") if is_fragile(row) else "") if r
     ]
@@ -74,6 +75,14 @@ def source_cell(row: Mapping) -> str:
 
 def _escape(s: str) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+RULES_INTRO = (
+    "Each rule is derived from the quoted source under the form of its statement (column "
+    "form); *revised after the result* marks a rule changed after a committed ledger held its "
+    "number (docs/ledger/preregistration.csv, computed from git); *fragile* marks a verdict "
+    "that changes when any one unit (seed, draw or run) is left out."
+)
 
 
 def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
@@ -107,13 +116,7 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
             out.append("| " + " | ".join(_escape(c) for c in cells) + " |")
         out.append("")
     notes = df[(df["note"] != "") & df["verdict"].isin(JUDGED)]
-    out += [
-        "## Each claim's source, rule and measurement",
-        "",
-        "Each rule was derived from the quoted source before a number judged it; *fragile* "
-        "marks a verdict that changes when any one unit (seed, draw or run) is left out.",
-        "",
-    ]
+    out += ["## Each claim's source, rule and measurement", "", RULES_INTRO, ""]
     # one entry per claim and rule: a claim whose rule differs by setting (e.g. per readout)
     # lists each rule with the settings it judges
     rules = ["study", "id", "rule", "derivation"]
@@ -127,7 +130,7 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
             where = f" (for {'; '.join(dict.fromkeys(same[mine]['setting']))})"
         out += [
             f'- `{r["id"]}` ({r["source"]}; scope: {r["scope"]}). Quote: "{r["quote"]}"',
-            f"  - Rule{where}: {r['rule']}.",
+            f"  - Rule{where}: {r['rule']}. Form: {r.get('form') or 'not recorded'}.",
             f"  - Derivation: {r['derivation']}",
             f"  - Measured: {r['measure']}.{how}",
         ]
@@ -182,6 +185,7 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
                 fragile=is_fragile(r),
                 reason=r["reason"],
                 fragile_reason=r.get("fragile_reason", "") if is_fragile(r) else "",
+                revised=r.get("revised", ""),
                 rule=r["rule"],
                 derivation=r["derivation"],
                 measure=r["measure"],

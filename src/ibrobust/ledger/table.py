@@ -66,6 +66,7 @@ COLUMNS = [
     "reason",
     "fragile",
     "fragile_reason",
+    "revised",
     "form",
     "rule",
     "derivation",
@@ -281,12 +282,16 @@ def study_outputs(
 
 
 def build_ledger(
-    studies: list[StudyOutputs], level: float = LEVEL, per_claim: bool = True
+    studies: list[StudyOutputs],
+    level: float = LEVEL,
+    per_claim: bool = True,
+    revised: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """The ledger table (:data:`COLUMNS`), studies in the given order, verdicts on ``level``
     intervals, one verdict per claim (:func:`one_verdict_per_claim`; ``per_claim`` False:
-    every study's rows, as each study alone judges them); kinds without claims are
-    skipped."""
+    every study's rows, as each study alone judges them); ``revised``: claim id -> its
+    *revised after the result* note (:func:`ibrobust.ledger.prereg.revised_notes`), in the
+    column ``revised``; kinds without claims are skipped."""
     rows: list[dict] = []
     costs: dict[str, str] = {}
     for so in studies:
@@ -294,6 +299,7 @@ def build_ledger(
             rows += evaluate_study(so, level)
             costs |= {c.id: c.cost for c in CLAIMS[so.kind].claims(so.ctx) if c.cost}
     table = pd.DataFrame(rows, columns=COLUMNS)
+    table["revised"] = [(revised or {}).get(i, "") for i in table["id"]]
     return one_verdict_per_claim(table, costs) if per_claim else table
 
 
