@@ -268,8 +268,26 @@ def read_ledger(path: str | Path) -> pd.DataFrame:
     """A ledger CSV written by the claims rule, its columns in :data:`COLUMNS` order. A ledger
     of an older round may lack columns other than :data:`KEY_COLUMNS` (27a2974's had no
     intervals, 376045f's no citations, derivations or fragility): they read as empty (NaN
-    for numbers). SummaryError naming the file when a key column is missing."""
-    df = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in NUMERIC})
+    for numbers). SummaryError naming the file when a key column is missing, and the file,
+    row (its line, the header being line 1) and column of a value that is not a number."""
+    try:
+        df = pd.read_csv(path, keep_default_na=False, dtype=str)
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise SummaryError(f"{path}: not a readable CSV: {err}") from err
+    for c in (c for c in NUMERIC if c in df):
+        text = df[c].str.strip()
+        num = pd.to_numeric(text.where(text != "", "nan"), errors="coerce")
+        bad = num.isna() & ~text.str.lower().isin(["", "nan"])
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise SummaryError(
+                f"{path}: row {i + 2} (claim {df['id'].iloc[i] if 'id' in df else '?'}), "
+                f"column {c!r}: {df[c].iloc[i]!r} is not a number"
+            )
+        df[c] = num.astype(float)
+    for c in ("n", "points"):
+        if c in df:
+            df[c] = pd.to_numeric(df[c].where(df[c] != "", "0"), errors="coerce")
     missing = [c for c in KEY_COLUMNS if c not in df]
     if missing:
         raise SummaryError(f"{path}: not a ledger, missing columns {missing}")
