@@ -50,10 +50,20 @@ def claims_excerpt(a: argparse.Namespace) -> int:
     return 0
 
 
-def claims_prereg(a: argparse.Namespace) -> int:
-    from ibrobust.ledger.prereg import RECORD, default_config, preregistration
+def checkout_config(repo: Path) -> dict:
+    """The checkout's config.yaml validated (defaults filled), as the workflow plans from it."""
+    import yaml
 
-    table = preregistration(default_config(a.repo), a.repo)
+    from ibrobust.config import load_schema, validate_config
+
+    cfg = yaml.safe_load((repo / "config.yaml").read_text())
+    return validate_config(cfg, load_schema(repo / "schemas" / "config.schema.yaml"))
+
+
+def claims_prereg(a: argparse.Namespace) -> int:
+    from ibrobust.ledger.prereg import RECORD, preregistration
+
+    table = preregistration(checkout_config(a.repo), a.repo)
     text = table.to_csv(index=False)
     out = a.repo / RECORD
     if a.check:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ibrobust.ledger.prereg import RECORD, _seen, default_config, preregistration, revised_notes
+from ibrobust.cli import checkout_config
+from ibrobust.ledger.prereg import RECORD, _seen, preregistration, revised_notes
 from ibrobust.ledger.render import verdict_cell
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +38,7 @@ needs_git = pytest.mark.skipif(
 
 @needs_git
 def test_the_committed_record_is_what_git_gives():
-    got = preregistration(default_config(REPO), REPO)
+    got = preregistration(checkout_config(REPO), REPO)
     assert (REPO / RECORD).read_text() == got.to_csv(index=False), (
         f"{RECORD} drifted from git: run `ibrobust claims prereg` and commit it"
     )

@@ -177,16 +177,6 @@ def preregistration(config: Mapping, repo: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RECORD_COLUMNS)
 
 
-def default_config(repo: Path) -> dict:
-    """The checkout's config.yaml validated (defaults filled), as the workflow plans from it."""
-    import yaml
-
-    from ibrobust.config import load_schema, validate_config
-
-    cfg = yaml.safe_load((repo / "config.yaml").read_text())
-    return validate_config(cfg, load_schema(repo / "schemas" / "config.schema.yaml"))
-
-
 def revised_notes(path: str | Path = RECORD) -> dict[str, str]:
     """Claim id -> the ledger's *revised after the result* note, from the committed record
     (empty where the file is absent: a checkout without it marks nothing)."""
