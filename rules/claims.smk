@@ -3,6 +3,7 @@
 # default target builds for the invocation's studies (only_studies, else the enabled ones;
 # claims of other outputs and studies are "not run", with the reason); editing a claim declaration changes only this rule's code hash, so only the
 # ledger reruns.
+from ibrobust.ledger.prereg import revised_notes  # noqa: E402
 from ibrobust.ledger.table import claims_modules, ledger_inputs  # noqa: E402
 
 # the ledger also goes onto the invocation's parent MLflow run (folder claims/)
@@ -32,6 +33,9 @@ rule claims:
         # the config the claims read (params, not snakemake.config: declared, so reruns see it)
         config=lambda w: ledger_config(BASE_STUDIES),
         level=config["ledger"]["level"],
+        # the committed pre-registration record's notes (docs/ledger/preregistration.csv,
+        # `ibrobust claims prereg`): a row whose rule changed after its number was known
+        revised=revised_notes(),
         # the claim declarations and the optimizer kinds they read (PRICE-LIN's algorithms)
         code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
     threads: 1
@@ -61,6 +65,7 @@ use rule claims as claims_all with:
     params:
         config=lambda w: dict(ledger_config(BASE_STUDIES), only_studies=BASE_STUDIES),
         level=config["ledger"]["level"],
+        revised=revised_notes(),
         code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
 
 
@@ -84,4 +89,5 @@ use rule claims as claims_scale with:
         config=lambda w: dict(ledger_config(list(SCALE_RUNGS)), only_studies=list(SCALE_RUNGS)),
         rungs={s: vars(r) for s, r in SCALE_RUNGS.items()},
         level=config["ledger"]["level"],
+        revised=revised_notes(),
         code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),

@@ -15,7 +15,7 @@ from ibrobust.studies.expansion import Rung
 p = snakemake.params
 with Job(snakemake) as job:
     studies = study_outputs(p.config, provided=list(snakemake.input))
-    ledger = build_ledger(studies, level=float(p.level))
+    ledger = build_ledger(studies, level=float(p.level), revised=dict(p.revised))
     save_csv(snakemake.output.csv, ledger)
     with atomic_path(snakemake.output.md) as tmp:
         tmp.write_text(ledger_markdown(ledger))

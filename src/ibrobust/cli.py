@@ -3,6 +3,7 @@
     ibrobust claims diff BEFORE.csv AFTER.csv [--format md|csv] [--all]
     ibrobust claims excerpt LEDGER.csv [--rows 8] [--readme README.md]
     ibrobust claims render LEDGER.csv [--md OUT.md] [--html OUT.html]
+    ibrobust claims prereg [--check] [--repo .]
     ibrobust config docs [--check]
     ibrobust config check FILE...
     ibrobust replay [SPOOL_DIR] [--tracking-uri URI] [--serve STORE_URI] ...
@@ -62,6 +63,33 @@ def claims_render(a: argparse.Namespace) -> int:
     return 0
 
 
+def checkout_config(repo: Path) -> dict:
+    """The checkout's config.yaml validated (defaults filled), as the workflow plans from it."""
+    import yaml
+
+    from ibrobust.config import load_schema, validate_config
+
+    cfg = yaml.safe_load((repo / "config.yaml").read_text())
+    return validate_config(cfg, load_schema(repo / "schemas" / "config.schema.yaml"))
+
+
+def claims_prereg(a: argparse.Namespace) -> int:
+    from ibrobust.ledger.prereg import RECORD, preregistration
+
+    table = preregistration(checkout_config(a.repo), a.repo)
+    text = table.to_csv(index=False)
+    out = a.repo / RECORD
+    if a.check:
+        if out.is_file() and out.read_text() == text:
+            return 0
+        print(f"{out} is not what `ibrobust claims prereg` computes from git: regenerate it")
+        return 1
+    out.write_text(text)
+    n = int((table["revised_after_result"] == "yes").sum())
+    print(f"{out}: {len(table)} claims, {n} revised after the result")
+    return 0
+
+
 def config_docs(a: argparse.Namespace) -> int:
     from ibrobust.config import load_schema
     from ibrobust.config.docs import SCHEMA, render
@@ -114,6 +142,9 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("after", type=Path, help="the later ledger")
     d.add_argument("--format", choices=("md", "csv"), default="md", help="default: md")
     d.add_argument("--all", action="store_true", help="list the unchanged rows too")
+    r = _command(claims, "prereg", claims_prereg, "the pre-registration record, from git")
+    r.add_argument("--repo", type=Path, default=Path("."), help="the checkout (default .)")
+    r.add_argument("--check", action="store_true", help="exit 1 if the committed record drifts")
     e = _command(claims, "excerpt", claims_excerpt, "the README's short ledger table")
     e.add_argument("ledger", type=Path, help="claims.csv written by `snakemake claims`")
     e.add_argument("--rows", type=int, default=8, help="claims shown (default 8)")

@@ -227,11 +227,13 @@ def test_fa_claims_hold_on_a_feature_averaging_study(tmp_path):
     row = one(df, "fa", "fa.averaging_index")
     assert row.verdict == HOLDS
     assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((0.95, 0.97, 0.96), T_975_2))
-    # other-class ratio and the k-class fa_index (0.05, 0.06, 0.04): [0.025, 0.075] <= 0.1
-    for id_ in ("fa.other_class_small", "fa.decoupling_index"):
+    # the other-class slope (-0.05, -0.04, -0.06): [-0.075, -0.025] < 0; the k-class fa_index
+    # (0.05, 0.06, 0.04): [0.025, 0.075] <= 0.1
+    for id_, values in (("fa.other_class_small", (-0.05, -0.04, -0.06)),
+                        ("fa.decoupling_index", (0.05, 0.06, 0.04))):  # fmt: skip
         row = one(df, "fa", id_)
         assert row.verdict == HOLDS, id_
-        assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends((0.05, 0.06, 0.04), T_975_2))
+        assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(values, T_975_2))
     # cosines (0.44, 0.45, 0.43) x sqrt(5): [0.928, 1.039], >= 0.89 (one-sided: no upper
     # bound, the mean same-class cosine x sqrt(k/2) cannot exceed 1 for orthogonal features)
     row = one(df, "fa", "fa.cosine_blocks")
@@ -356,7 +358,7 @@ def test_fa_feature_claims_weaker_and_failing(tmp_path):
             universal=(10.5, 10.0, 9.5),  # 1.0 +- 0.124 straddles 1.1: weaker
             clean=(0.8, 0.85, 0.75),  # [0.676, 0.924] straddles 0.9, over 0.5: weaker
             fa_binary=(0.3, 0.2, 0.3),  # [0.123, 0.410] wholly under 0.5: not averaging
-            other_class=(1.5, 1.6, 1.4),  # [1.25, 1.75] wholly over 1
+            other_class=(1.5, 1.6, 1.4),  # slope (1.4, 1.5, 1.3): [1.15, 1.65] wholly over 0
             fa_multi=(0.2, 0.3, 0.1),  # [-0.048, 0.448]: under 0.5, straddles 0.1: weaker
             cosine_binary=(0.36, 0.36, 0.36),  # 0.36 sqrt 5 = 0.805: >= 0.72, not >= 0.89
         )
@@ -380,7 +382,7 @@ def test_fa_feature_claims_weaker_and_failing(tmp_path):
     assert "straddles the strong threshold 0.9" in row.reason  # [0.876, 1.124]: both; 0.9 first
     row = one(df, "fa", "fa.cosine_blocks")
     assert (row.ci_lo, row.ci_hi) == pytest.approx((0.36 * math.sqrt(5),) * 2)
-    # other_class (0.5, 1.5, 1.0): 1 +- 1.24 straddles 1: inconclusive
+    # other-class slope (0.4, 1.4, 0.9): 0.9 +- 1.24 straddles 0: inconclusive
     df = ledger(tmp_path, default_config(), {FA: fa_summary(other_class=(0.5, 1.5, 1.0))})
     assert verdicts(df, "fa", "fa.other_class_small") == [INCONCLUSIVE]
     # the cosine rule is one-sided: 0.5 sqrt 5 = 1.118 on every seed, past the figure's
@@ -432,10 +434,10 @@ def test_fa_span_residual_is_not_applicable_to_gram_space_gd(tmp_path):
 
 
 def test_fa_columns_an_older_summary_lacks_are_not_run(tmp_path):
-    summary = fa_summary().drop(columns=["other_class_ratio", "critical_radius.universal"])
+    summary = fa_summary().drop(columns=["other_class_slope", "critical_radius.universal"])
     df = ledger(tmp_path, default_config(), {FA: summary})
     row = one(df, "fa", "fa.other_class_small")
-    assert row.verdict == NOT_RUN and "no 'other_class_ratio'" in row.reason
+    assert row.verdict == NOT_RUN and "no 'other_class_slope'" in row.reason
     row = one(df, "fa", "fa.universal_radius")
     assert (row.verdict, row.reason) == (NOT_RUN, "the universal-direction attack was not run")
     assert one(df, "fa", "fa.binary_radius").verdict == HOLDS
@@ -966,3 +968,30 @@ def test_every_claim_row_has_its_source_and_derivation(tmp_path):
     assert row.source.startswith("Li et al. 2025, slides 'Averaged Features are Non-robust")
     assert "zero δ -robust accuracy" in row.quote
     assert np.isfinite(row.strong_lo) and row.derivation.startswith("Strong (P1")
+
+
+# ---- one verdict per claim -----------------------------------------------------------------
+def test_a_claim_is_listed_where_it_is_judged_and_once_where_no_study_judges_it():
+    """A not-applicable row is dropped when another study judges the claim (or would: not
+    run); a claim no study judges keeps its first row, naming the others and the cost."""
+    from ibrobust.ledger.table import COLUMNS, one_verdict_per_claim
+
+    def row(study, id_, verdict, reason=""):
+        return dict.fromkeys(COLUMNS, "") | dict(study=study, id=id_, setting="s",
+                                                 verdict=verdict, reason=reason)  # fmt: skip
+
+    df = pd.DataFrame([
+        row("a", "x.judged", HOLDS), row("b", "x.judged", NOT_APPLICABLE, "limit only"),
+        row("a", "x.pending", NOT_RUN, "no converged run"),
+        row("b", "x.pending", NOT_APPLICABLE, "limit only"),
+        row("a", "x.nowhere", NOT_APPLICABLE, "paper scale only"),
+        row("b", "x.nowhere", NOT_APPLICABLE, "paper scale only"),
+    ], columns=COLUMNS)  # fmt: skip
+    got = one_verdict_per_claim(df, {"x.nowhere": "days of GPU time"})
+    assert list(zip(got.study, got.id, got.verdict, strict=True)) == [
+        ("a", "x.judged", HOLDS), ("a", "x.pending", NOT_RUN),
+        ("a", "x.nowhere", NOT_APPLICABLE),
+    ]  # fmt: skip
+    assert got.reason.iloc[2] == (
+        "paper scale only (not applicable in b too); no study here judges it: days of GPU time"
+    )

@@ -127,7 +127,7 @@ def _claim(**kw) -> Claim:
     base = dict(
         id="x.y", claim="a claim", citation=Citation(LI_2025, "Sec. 1", "a quote", "a scope"),
         derivation="strong = weak (P5)", paper="p", measure="m", rule=at_least("x", 0.0, 0.0),
-        compute=lambda src, ctx: Measurement((1.0,)),
+        compute=lambda src, ctx: Measurement((1.0,)), form="direction",
     )  # fmt: skip
     base.update(kw)
     return Claim(**base)
@@ -136,7 +136,7 @@ def _claim(**kw) -> Claim:
 def test_a_claim_without_citation_or_derivation_cannot_be_built():
     assert _claim().citation.short == "Li et al. 2025, Sec. 1"
     fields = {f.name: f for f in dataclasses.fields(Claim)}
-    for name in ("citation", "derivation"):
+    for name in ("citation", "derivation", "form"):
         assert fields[name].default is dataclasses.MISSING, name  # required, no default
         kw = {k: v for k, v in vars(_claim()).items() if k != name}
         with pytest.raises(TypeError, match=name):

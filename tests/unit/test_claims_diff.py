@@ -154,11 +154,12 @@ def test_markdown_counts_then_tables(table):
     first = md.splitlines()[0]
     assert first == (
         "Before: `before.csv` (7 claims); after: `after.csv` (7 claims). 6 in both: 2 changed "
-        "verdict; values 2 moved beyond their intervals, 2 within them, 2 without an interval "
+        "verdict, 0 changed rule; values 2 moved beyond their intervals, 2 within them, 2 without an interval "
         "in one ledger or both. 1 added, 1 removed."
     )
     sections = [ln for ln in md.splitlines() if ln.startswith("**")]
     assert sections == [
+        "**Rule changes** (0)",
         "**Verdict changes** (2)",
         "**Values that moved beyond their intervals** (2)",
         "**Added** (1)",
@@ -194,7 +195,8 @@ def test_markdown_counts_then_tables(table):
 def test_markdown_of_identical_ledgers(tmp_path):
     same = written(tmp_path, AFTER, "a.csv")
     md = diff_markdown(diff_ledgers(same, same))
-    assert "7 in both: 0 changed verdict; values 0 moved" in md and md.count("(none)") == 4
+    assert "7 in both: 0 changed verdict, 0 changed rule; values 0 moved" in md
+    assert md.count("(none)") == 5
 
 
 def test_csv_lists_the_changes_and_reads_back(table):
@@ -206,3 +208,48 @@ def test_csv_lists_the_changes_and_reads_back(table):
     assert back[back.id == "fa.censored"].iloc[0].difference_lo == "-inf"
     every = pd.read_csv(io.StringIO(diff_csv(table, show_unchanged=True)))
     assert len(every) == len(table) == 8
+
+
+def test_a_changed_rule_is_reported_as_such(tmp_path):
+    """fa.kclass_over_binary's strong bound 1.5 -> 1.0 with the same value and verdict
+    change (holds weaker -> holds): the diff says the rule changed, not only the verdict; a
+    form and a measure that changed too; a ledger without the rule columns says nothing."""
+
+    def ruled(verdict, strong_lo, form="bound", measure="ratio"):
+        r = row("fa", "fa.kclass_over_binary", "sum", 1.284, 1.2, 1.37, verdict=verdict)
+        return r | dict(strong_lo=strong_lo, strong_hi=INF, weak_lo=1.0, weak_hi=INF,
+                        form=form, measure=measure)  # fmt: skip
+
+    before = written(tmp_path, [ruled("holds weaker", 1.5)], "b.csv")
+    after = written(tmp_path, [ruled("holds", 1.0, form="direction", measure="ratio, per seed")],
+                    "a.csv")  # fmt: skip
+    t = diff_ledgers(before, after)
+    got = t.iloc[0]
+    assert got.status == CHANGED
+    assert got.rule == "strong [1.5, inf] -> [1, inf]; form bound -> direction; measure changed"
+    md = diff_markdown(t, ("b.csv", "a.csv"))
+    assert "1 changed verdict, 1 changed rule" in md and "**Rule changes** (1)" in md
+    assert "| fa | `fa.kclass_over_binary` | sum | strong [1.5, inf] -> [1, inf];" in md
+    # the same value and verdict under a new rule is still a change
+    same = written(tmp_path, [ruled("holds", 1.0, form="direction")], "s.csv")
+    assert diff_ledgers(same, after).iloc[0].status == CHANGED
+    old = written(tmp_path, [row("fa", "fa.kclass_over_binary", "sum", 1.284, 1.2, 1.37)],
+                  "old.csv", drop=["strong_lo", "strong_hi", "weak_lo", "weak_hi", "form",
+                                   "measure"])  # fmt: skip
+    assert diff_ledgers(old, after).iloc[0].rule == ""
+
+
+def test_a_value_that_is_not_a_number_names_file_row_and_column(tmp_path):
+    path = tmp_path / "bad.csv"
+    rows = [row("fa", "fa.a", "d", 1.0, 0.9, 1.1), row("fa", "fa.b", "d", 1.0, 0.9, 1.1)]
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df["ci_lo"] = df["ci_lo"].astype(object)
+    df.loc[1, "ci_lo"] = "0.9x"
+    df.to_csv(path, index=False)
+    with pytest.raises(SummaryError, match=r"bad\.csv: row 3 \(claim fa\.b\), column 'ci_lo': "
+                       r"'0\.9x' is not a number"):  # fmt: skip
+        read_ledger(path)
+    broken = tmp_path / "broken.csv"
+    broken.write_text('study,id,setting,verdict\nfa,"fa.a,d,holds\n')
+    with pytest.raises(SummaryError, match=r"broken\.csv: not a readable CSV"):
+        read_ledger(broken)

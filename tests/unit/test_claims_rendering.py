@@ -105,9 +105,9 @@ def test_markdown_carries_interval_units_reason_and_source(tmp_path):
     # the source cell: document, place and the quote
     src = row_of(table, "fa.universal_radius")
     assert f'| {src.source}: "{src.quote}" |' in md.replace("\\|", "|")
-    # a fragile verdict says so and why: other_class (0.05, 0.06, 0.04) holds on
-    # [0.025, 0.075]; without the first seed (0.06, 0.04) = 0.05 +- 0.127 straddles 0.1
-    assert "| **holds** (fragile): without the 1st of 3 seeds: holds weaker;" in md
+    # a fragile verdict says so and why: the other-class slope (-0.05, -0.04, -0.06) holds
+    # on [-0.075, -0.025] < 0; without seed 0, (-0.04, -0.06) = -0.05 +- 0.127 straddles 0
+    assert "| **holds** (fragile): without seed 0: inconclusive;" in md
 
 
 def test_markdown_lists_each_claims_source_rule_and_derivation(tmp_path):
@@ -141,16 +141,15 @@ def test_markdown_escapes_pipes_and_line_breaks(tmp_path):
 def test_not_applicable_is_counted_apart_from_not_run_and_rendered(tmp_path):
     table = mixed_ledger(tmp_path)
     counts = table.verdict.value_counts()
-    # FA's span residual, PRICE-LIN's two limit claims (price_linear stops at 1e-4)
+    # FA's span residual; PRICE-LIN's two limit claims (price_linear stops at 1e-4) are
+    # listed where they are judged, the (disabled: not run) price_limit, not repeated
     na = table[table.verdict == NOT_APPLICABLE]
-    assert set(zip(na.study, na.id, strict=True)) == {
-        ("fa", "fa.span_residual"),
-        ("price_linear", "price.limit_is_min_l1_cd"),
-        ("price_linear", "price.limit_is_min_l1_diag_gd"),
-    }
+    assert set(zip(na.study, na.id, strict=True)) == {("fa", "fa.span_residual")}
+    limit = table[table.id.str.startswith("price.limit_is_min_l1")]
+    assert set(zip(limit.study, limit.verdict, strict=True)) == {("price_limit", NOT_RUN)}
     assert (
-        counts[NOT_APPLICABLE] == 3
-        and counts[NOT_RUN] == len(table) - 3 - table.verdict.isin(JUDGED).sum()
+        counts[NOT_APPLICABLE] == 1
+        and counts[NOT_RUN] == len(table) - 1 - table.verdict.isin(JUDGED).sum()
     )
     md = ledger_markdown(table)
     assert f"{counts[NOT_APPLICABLE]} not applicable, {counts[NOT_RUN]} not run." in md
@@ -220,7 +219,7 @@ def test_readme_excerpt_from_the_csv(tmp_path):
     longer = readme_excerpt(back, max_rows=20)
     assert "| 1.100 [0.603, 1.597] (3 seeds x 1000 points) | inconclusive |" in longer
     assert "| holds (fragile) |" in longer
-    assert f"({len(table)} claims in all" in excerpt and "3 not applicable" in excerpt
+    assert f"({len(table)} claims in all" in excerpt and "1 not applicable" in excerpt
     assert "full table in `results/claims/claims.md`" in excerpt
     assert "`results/claims/all/claims.md`" in readme_excerpt(
         back, full="results/claims/all/claims.md"
@@ -415,7 +414,7 @@ def test_html_marks_fragile_verdicts_and_carries_the_cells(tmp_path):
     assert "&gt;= 0.379 [-0.981, inf]" in html and "study disabled" in html
     fragile = by_id["fa.other_class_small"]
     assert fragile.cells[6].text == "holds fragile"
-    assert fragile.cells[7].text.startswith("without the 1st of 3 seeds: holds weaker")
+    assert fragile.cells[7].text.startswith("without seed 0: inconclusive")
     assert by_id["fa.binary_radius"].cells[6].text == "holds"  # (1, 1, 1): not fragile
     n_fragile = int(table.fragile.map(lambda v: v is True).sum())
     assert (

@@ -45,3 +45,14 @@ def test_summary_joins_by_run_and_repeats_one_score_rows_under_each_readout():
     assert (
         md.startswith("# Summary (mean and std over seeds; n = seeds)\n\n") and "1.414" in md
     )  # rounded to 3 digits
+
+
+def test_checkpoint_slope_fits_the_trajectory_on_log10_step_by_hand():
+    """Steps 10, 100, 1000 (log10 1, 2, 3) with ratios 0.3, 0.2, 0.1: slope -0.1 per decade;
+    step 0 and a NaN checkpoint are left out; one usable checkpoint gives NaN."""
+    from ibrobust.studies.feature_averaging.tables import checkpoint_slope
+
+    traj = [{"step": 0, "r": 9.0}, {"step": 10, "r": 0.3}, {"step": 100, "r": 0.2},
+            {"step": 1000, "r": 0.1}, {"step": 5000, "r": float("nan")}]  # fmt: skip
+    assert checkpoint_slope(traj, "r") == pytest.approx(-0.1)
+    assert math.isnan(checkpoint_slope(traj[:2], "r"))

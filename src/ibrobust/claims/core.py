@@ -9,7 +9,8 @@ computes a study's claims on one cell of it.
 The vocabulary a study declares its claims with lives beside this module, one concept each:
 the verdicts (:mod:`ibrobust.claims.verdicts`), a study's output files and their columns
 (:mod:`ibrobust.claims.sources`), our number (:mod:`ibrobust.claims.measurement`), the rule
-and the verdict it gives (:mod:`ibrobust.claims.rules`). It is importable from here too
+and the verdict it gives (:mod:`ibrobust.claims.rules`), the form of the source's statement
+and the rule family it fixes (:mod:`ibrobust.claims.forms`). It is importable from here too
 (``__all__``): a study's claims module needs one import.
 """
 
@@ -21,7 +22,20 @@ from typing import Any
 
 import pandas as pd
 
+from ibrobust.claims import forms
 from ibrobust.claims.citations import Citation
+from ibrobust.claims.forms import (
+    ASYMPTOTIC,
+    BOUND,
+    DIRECTION,
+    EQUIVALENCE,
+    EXISTENTIAL,
+    UNIVERSAL,
+    along,
+    number_or_direction,
+    per_cell,
+    trend,
+)
 from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.measurement import Measurement, pooled_slope
 from ibrobust.claims.rules import (
@@ -56,6 +70,8 @@ __all__ = [
     "NotApplicable", "NotRun", "Check", "Column", "Source", "SummaryError", "load_source",
     "not_above", "Measurement", "pooled_slope", "Decision", "Fragility", "Rule", "at_least",
     "at_most", "between", "decide", "fragility",
+    "ASYMPTOTIC", "BOUND", "DIRECTION", "EQUIVALENCE", "EXISTENTIAL", "UNIVERSAL", "per_cell",
+    "trend", "number_or_direction", "along",
 ]  # fmt: skip
 
 
@@ -78,6 +94,9 @@ Compute = Callable[[Mapping[str, pd.DataFrame], StudyContext], Measurement]
 class Claim:
     """One claim of a paper, as the ledger checks it (see the module docstring).
 
+    ``form``: the logical form of the source's statement (:data:`ibrobust.claims.forms.FORMS`),
+    which fixes the rule family (checked here) and the measurement kind (checked by
+    :meth:`judge`);
     ``citation``: where it comes from (document, place, quote, scope); ``derivation``:
     how ``rule``'s strong and weak regions follow from the quote (the source's number within
     its own spread or the theory's constant for the strong region, the same direction for the
@@ -88,7 +107,9 @@ class Claim:
     in this configuration (e.g. the MNIST half is not configured): "not run";
     ``not_applicable``: None, or a function of the context returning why the study cannot
     test the claim by construction (e.g. it stops before the claimed regime): "not
-    applicable" (``compute`` may also raise :class:`NotApplicable`)."""
+    applicable" (``compute`` may also raise :class:`NotApplicable`); ``cost``: what judging
+    the claim would take where no study of the default config can (shown once in the
+    ledger, :func:`ibrobust.ledger.table.one_verdict_per_claim`)."""
 
     id: str
     claim: str
@@ -98,17 +119,29 @@ class Claim:
     measure: str
     rule: Rule
     compute: Compute
+    form: str
     sources: tuple[str, ...] = ("summary",)
     setting: str = ""
     applies: Callable[[StudyContext], str | None] | None = None
     not_applicable: Callable[[StudyContext], str | None] | None = None
+    cost: str = ""
 
     def __post_init__(self) -> None:
         if not self.derivation.strip():
             raise ValueError(f"claim {self.id}: a rule needs its derivation from the source")
+        forms.check_rule(self.id, self.form, self.rule)
 
     def verdict(self, m: Measurement, level: float = LEVEL) -> Decision:
-        return decide(self.rule, m, level)
+        """The verdict of the rule on ``m`` under the claim's form (FormError when ``m`` is
+        not a kind of measurement the form may be judged on)."""
+        forms.check_measurement(self.id, self.form, m)
+        return forms.judge(self.form, self.rule, m, level)
+
+    def fragility(self, m: Measurement, level: float = LEVEL) -> Fragility:
+        """Whether the verdict survives leaving out any one unit, judged under the form."""
+        return fragility(
+            self.rule, m, level, judge=lambda r, sub, lv: forms.judge(self.form, r, sub, lv)
+        )
 
 
 def testable_only_if(testable: bool, reason: str) -> Callable[[StudyContext], str | None] | None:

@@ -13,6 +13,11 @@ import numpy as np
 from ibrobust.claims.intervals import LEVEL, Interval, censored, slope_interval, t_interval
 from ibrobust.claims.verdicts import NotRun
 
+# what a measurement is (the forms of :mod:`ibrobust.claims.forms` require one): one number
+# over units, a trend along a growing variable, or one measurement per cell of a grid
+LEVEL_KIND, TREND, CELLS = "level", "trend", "cells"
+KINDS = (LEVEL_KIND, TREND, CELLS)
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -23,7 +28,10 @@ class Measurement:
     :mod:`ibrobust.claims.intervals`), e.g. ``partial(wilson, k, n)`` (or is an Interval
     of one level, e.g. in tests).
     ``points``: test points behind each unit's value (shown beside n). ``lower_bound`` marks
-    values censored at the top of a radius grid (the interval then has no upper end)."""
+    values censored at the top of a radius grid (the interval then has no upper end).
+    ``kind``: :data:`LEVEL_KIND` (a number), :data:`TREND` (a slope or a last/first ratio
+    along the variable ``along``) or :data:`CELLS` (``cells``: one measurement per cell of a
+    grid, built by :func:`ibrobust.claims.forms.per_cell`)."""
 
     values: tuple[float, ...]
     unit: str = "seeds"
@@ -36,10 +44,17 @@ class Measurement:
     # leave-one-unit-out measurements where ``interval`` is not the t interval over
     # ``values`` (e.g. a pooled slope over seeds): (dropped unit's name, measurement)
     jackknife: Callable[[], list[tuple[str, Measurement]]] | None = None
+    kind: str = LEVEL_KIND
+    along: str = ""
+    cells: tuple[tuple[str, Measurement], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.values:
             raise NotRun("no values to measure")
+        if self.kind not in KINDS:
+            raise ValueError(f"measurement kind {self.kind!r} is not one of {list(KINDS)}")
+        if (self.kind == CELLS) != bool(self.cells):
+            raise ValueError("a measurement has cells exactly when its kind is 'cells'")
         if any(not math.isfinite(v) for v in self.values):
             raise ValueError(f"measurement values must be finite, got {self.values}")
         if self.labels is not None and len(self.labels) != len(self.values):
@@ -52,6 +67,8 @@ class Measurement:
         run: points are not units the verdict's robustness is asked about)."""
         if self.jackknife is not None:
             return self.jackknife()
+        if self.kind == CELLS:
+            return self._cells_left_out()
         if self.interval is not None or len(self.values) < 2:
             return None
         # without labels the units have no names: say which one by its place, not as "seed 1"
@@ -70,6 +87,22 @@ class Measurement:
             )
             for i in range(self.n)
         ]
+
+    def _cells_left_out(self) -> list[tuple[str, Measurement]] | None:
+        """Each unit (by label) left out of every cell at once; None unless every cell names
+        the same units."""
+        subs = [dict(c.leave_one_out() or []) for _, c in self.cells]
+        common = set(subs[0]).intersection(*subs[1:]) if subs else set()
+        if not common or any(c.labels is None for _, c in self.cells):
+            return None
+        order = [u for u in (self.cells[0][1].labels or ()) if u in common]
+        names = [name for name, _ in self.cells]
+
+        def without(u: str) -> Measurement:
+            cells = tuple((name, s[u]) for name, s in zip(names, subs, strict=True))
+            return replace(self, values=tuple(c.mean for _, c in cells), cells=cells)
+
+        return [(u, without(u)) for u in order]
 
     @property
     def n(self) -> int:
@@ -97,7 +130,10 @@ class Measurement:
         return float(np.std(self.values, ddof=1)) if len(self.values) > 1 else 0.0
 
     def ci(self, level: float = LEVEL) -> Interval | None:
-        """The interval the verdict is decided on (None: one unit and no other method)."""
+        """The interval the verdict is decided on (None: one unit and no other method; a
+        per-cell measurement has one per cell, :func:`ibrobust.claims.forms.judge`)."""
+        if self.kind == CELLS:
+            raise ValueError("a per-cell measurement has one interval per cell, not one")
         iv = self._given(level) if self.interval is not None else None
         if self.interval is None:
             iv = t_interval(self.values, self.unit, level)
@@ -119,11 +155,13 @@ def pooled_slope(
     unit: str,
     note: str = "",
     group_name: str = "seed",
+    along: str = "",
 ) -> Measurement:
     """The least-squares slope of ``y`` on ``x`` common to the ``groups`` (an intercept per
     group, :func:`ibrobust.claims.intervals.slope_interval`), as a measurement: its values are
     the per-group slopes (groups with two or more x values), its interval the pooled slope's,
-    and leaving one group out refits without it (:func:`fragility`)."""
+    and leaving one group out refits without it (:func:`fragility`); a trend along ``along``
+    (the variable x measures)."""
     xs, ys, gs = np.asarray(x, float), np.asarray(y, float), np.asarray(groups)
     names = list(dict.fromkeys(gs.tolist()))
     slopes = []
@@ -145,12 +183,14 @@ def pooled_slope(
                 try:
                     out.append(
                         (f"{group_name} {g}",
-                         pooled_slope(xs[keep], ys[keep], gs[keep], unit, note, group_name))
+                         pooled_slope(xs[keep], ys[keep], gs[keep], unit, note, group_name,
+                                      along))
                     )  # fmt: skip
                 except NotRun:
                     continue
         return out
 
     return Measurement(
-        tuple(slopes), unit=f"{group_name}s", note=note, interval=iv, jackknife=without
-    )
+        tuple(slopes), unit=f"{group_name}s", note=note, interval=iv, jackknife=without,
+        kind=TREND, along=along,
+    )  # fmt: skip

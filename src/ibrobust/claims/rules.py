@@ -7,6 +7,7 @@ interval straddles the rule's threshold, with the units an estimate says would d
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ibrobust.claims.intervals import LEVEL, Interval, units_needed
@@ -21,12 +22,16 @@ class Rule:
     [lo, hi]. The verdict is decided on our number's interval (:func:`decide`); ``what``
     names the value in the rule's words. ``strict``: the weak region's finite bounds are
     exclusive (a direction: "> 0", "more robust"), and so is a strong bound on one of them;
-    an interval that only touches such a bound (a tie on every unit: [0, 0]) is outside."""
+    an interval that only touches such a bound (a tie on every unit: [0, 0]) is outside.
+    ``basis``: where the rule's number comes from when its form asks for it
+    (:mod:`ibrobust.claims.forms`): an equivalence's margin from the source's scale, an
+    asymptotic claim's constant from the quote that states it."""
 
     what: str
     strong: tuple[float, float]
     weak: tuple[float, float]
     strict: bool = False
+    basis: str = ""
 
     def __post_init__(self) -> None:
         for lo, hi in (self.strong, self.weak):
@@ -88,8 +93,13 @@ def _disjoint(lo: float, hi: float, region: tuple[float, float], open_=(False, F
 
 @dataclass(frozen=True)
 class Decision:
+    """A verdict and its reason; a per-cell decision also carries the interval of the cell it
+    shows (``cell``), which the ledger reports as ours."""
+
     verdict: str
     reason: str = ""
+    interval: Interval | None = None
+    cell: str = ""
 
 
 def decide(rule: Rule, m: Measurement, level: float = LEVEL) -> Decision:
@@ -149,16 +159,21 @@ class Fragility:
     reason: str = ""
 
 
-def fragility(rule: Rule, m: Measurement, level: float = LEVEL) -> Fragility:
+def fragility(
+    rule: Rule,
+    m: Measurement,
+    level: float = LEVEL,
+    judge: Callable[[Rule, Measurement, float], Decision] = decide,
+) -> Fragility:
     """A verdict is *fragile* when dropping any one unit (seed, draw or run) changes it
-    (:meth:`Measurement.leave_one_out`). Pure."""
+    (:meth:`Measurement.leave_one_out`); ``judge`` decides (a form's, e.g. per cell). Pure."""
     subsets = m.leave_one_out()
     if not subsets:
         return Fragility(None, "not assessed: no unit to leave out")
-    base = decide(rule, m, level).verdict
+    base = judge(rule, m, level).verdict
     changed = []
     for name, sub in subsets:
-        v = decide(rule, sub, level).verdict
+        v = judge(rule, sub, level).verdict
         if v != base:
             changed.append(f"without {name}: {v}")
     if changed:
@@ -166,15 +181,19 @@ def fragility(rule: Rule, m: Measurement, level: float = LEVEL) -> Fragility:
     return Fragility(False)
 
 
-def at_least(what: str, strong: float, weak: float, strict: bool = False) -> Rule:
-    return Rule(what, (strong, math.inf), (weak, math.inf), strict)
+def at_least(what: str, strong: float, weak: float, strict: bool = False, basis: str = "") -> Rule:
+    return Rule(what, (strong, math.inf), (weak, math.inf), strict, basis)
 
 
-def at_most(what: str, strong: float, weak: float, strict: bool = False) -> Rule:
-    return Rule(what, (-math.inf, strong), (-math.inf, weak), strict)
+def at_most(what: str, strong: float, weak: float, strict: bool = False, basis: str = "") -> Rule:
+    return Rule(what, (-math.inf, strong), (-math.inf, weak), strict, basis)
 
 
 def between(
-    what: str, strong: tuple[float, float], weak: tuple[float, float], strict: bool = False
+    what: str,
+    strong: tuple[float, float],
+    weak: tuple[float, float],
+    strict: bool = False,
+    basis: str = "",
 ) -> Rule:
-    return Rule(what, strong, weak, strict)
+    return Rule(what, strong, weak, strict, basis)

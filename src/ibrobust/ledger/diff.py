@@ -1,7 +1,9 @@
 """What changed between two claims ledgers (``ibrobust claims diff BEFORE.csv AFTER.csv``).
 
 Rows are matched on (study, claim id, setting); a key in one ledger only is *added* or
-*removed*. For a matched row: whether its verdict changed, and whether its value moved by
+*removed*. For a matched row: whether its rule changed (its bounds ``strong_lo`` ...
+``weak_hi``, its form or its measure, where both ledgers record them: column ``rule``,
+e.g. "strong [1.5, inf] -> [1, inf]"), whether its verdict changed, and whether its value moved by
 more than the two intervals allow: the difference after - before gets the interval of
 :func:`ibrobust.ledger.trend.difference` (half-width sqrt(h_before^2 + h_after^2) on each
 side, the two ledgers being independent runs), and the value *moved* when that interval
@@ -25,10 +27,26 @@ KEY = ["study", "id", "setting"]
 ADDED, REMOVED, CHANGED, UNCHANGED = "added", "removed", "changed", "unchanged"
 MOVED, WITHIN, NO_INTERVAL = "moved", "within", "no interval"
 SIDES = ("before", "after")
-FIELDS = ("verdict", "reason", "ours_mean", "ci_lo", "ci_hi", "n", "unit", "points")  # per side
+FIELDS = (
+    "verdict",
+    "reason",
+    "ours_mean",
+    "ci_lo",
+    "ci_hi",
+    "n",
+    "unit",
+    "points",
+    "strong_lo",
+    "strong_hi",
+    "weak_lo",
+    "weak_hi",
+    "form",
+    "measure",
+)  # per side
 DIFF_COLUMNS = [
     *KEY,
-    "status",  # added / removed / changed (verdict or value) / unchanged
+    "status",  # added / removed / changed (rule, verdict or value) / unchanged
+    "rule",  # matched rows: what of the rule changed (bounds, form, measure), or empty
     *(f"{f}_{side}" for side in SIDES for f in FIELDS),
     "difference",  # after - before of ours_mean
     "difference_lo",
@@ -72,14 +90,41 @@ def _compare(key: tuple, b: pd.Series | None, a: pd.Series | None) -> dict:
         value, lo, hi = NO_INTERVAL, math.nan, math.nan
     else:
         value = MOVED if lo > 0 or hi < 0 else WITHIN
-    changed = b["verdict"] != a["verdict"] or value == MOVED
+    rule = rule_change(b, a)
+    changed = b["verdict"] != a["verdict"] or value == MOVED or bool(rule)
     return row | dict(
         status=CHANGED if changed else UNCHANGED,
+        rule=rule,
         difference=d,
         difference_lo=lo,
         difference_hi=hi,
         value=value,
     )
+
+
+def _bounds(r: pd.Series, which: str) -> tuple[float, float] | None:
+    lo, hi = (float(r.get(f"{which}_{e}", math.nan)) for e in ("lo", "hi"))
+    return None if math.isnan(lo) or math.isnan(hi) else (lo, hi)
+
+
+def _iv(b: tuple[float, float]) -> str:
+    return f"[{b[0]:g}, {b[1]:g}]"
+
+
+def rule_change(b: pd.Series, a: pd.Series) -> str:
+    """What of a matched row's rule changed between the two ledgers: its strong or weak
+    bounds, its form, its measure; only what both ledgers record (an older ledger without
+    the columns says nothing). Empty when nothing did."""
+    out = []
+    for which in ("strong", "weak"):
+        x, y = _bounds(b, which), _bounds(a, which)
+        if x is not None and y is not None and x != y:
+            out.append(f"{which} {_iv(x)} -> {_iv(y)}")
+    for col in ("form", "measure"):
+        x, y = str(b.get(col, "") or ""), str(a.get(col, "") or "")
+        if x and y and " ".join(x.split()) != " ".join(y.split()):
+            out.append(f"form {x} -> {y}" if col == "form" else "measure changed")
+    return "; ".join(out)
 
 
 def _has_interval(r: pd.Series) -> bool:
@@ -104,16 +149,18 @@ def diff_markdown(
     sits under any heading of the page it is pasted into."""
     both = table[table["status"].isin([CHANGED, UNCHANGED])]
     verdict = both[both["verdict_before"] != both["verdict_after"]]
+    ruled = both[both["rule"].fillna("") != ""]
     n = table["status"].value_counts().to_dict() | both["value"].value_counts().to_dict()
     out = [
         f"Before: `{names[0]}` ({len(table) - n.get(ADDED, 0)} claims); after: `{names[1]}` "
         f"({len(table) - n.get(REMOVED, 0)} claims). {len(both)} in both: {len(verdict)} "
-        f"changed verdict; values {n.get(MOVED, 0)} moved beyond their intervals, "
+        f"changed verdict, {len(ruled)} changed rule; values {n.get(MOVED, 0)} moved beyond their intervals, "
         f"{n.get(WITHIN, 0)} within them, {n.get(NO_INTERVAL, 0)} without an interval in one "
         f"ledger or both. {n.get(ADDED, 0)} added, {n.get(REMOVED, 0)} removed.",
         "",
     ]
     sections = [
+        ("Rule changes", ruled, ["rule", "verdict", "before: value", "after: value"]),
         (
             "Verdict changes",
             verdict,
@@ -161,6 +208,8 @@ def _cell(r: pd.Series, column: str) -> str:
         if r["status"] in (ADDED, REMOVED) or r["verdict_before"] == r["verdict_after"]:
             return str(r[f"verdict_{side}"])
         return f"{r['verdict_before']} -> {r['verdict_after']}"
+    if column == "rule":
+        return str(r["rule"] or "")
     if column.endswith(": reason"):
         return str(r[f"reason_{column.split(':')[0]}"] or "")
     if column.endswith(": value"):

@@ -60,9 +60,10 @@ def is_fragile(row: Mapping) -> bool:
 
 
 def verdict_cell(row: Mapping) -> str:
+    revised = f" (*{row['revised']}*)" if row.get("revised") else ""
     if row["verdict"] not in JUDGED:
-        return f"{row['verdict']}: {row['reason']}"
-    text = f"**{row['verdict']}**" + (" (fragile)" if is_fragile(row) else "")
+        return f"{row['verdict']}: {row['reason']}{revised}"
+    text = f"**{row['verdict']}**" + (" (fragile)" if is_fragile(row) else "") + revised
     reasons = [
         r for r in (row["reason"], row.get("fragile_reason", "") if is_fragile(row) else "") if r
     ]
@@ -107,6 +108,14 @@ def _escape(s: str) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
+RULES_INTRO = (
+    "Each rule is derived from the quoted source under the form of its statement (column "
+    "form); *revised after the result* marks a rule changed after a committed ledger held its "
+    "number (docs/ledger/preregistration.csv, computed from git); *fragile* marks a verdict "
+    "that changes when any one unit (seed, draw or run) is left out."
+)
+
+
 def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
     """The ledger as markdown: a counts line, one table per study, and the notes."""
     counts = df["verdict"].value_counts()
@@ -140,13 +149,7 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
             out.append("| " + " | ".join(_escape(c) for c in cells) + " |")
         out.append("")
     notes = df[(df["note"] != "") & df["verdict"].isin(JUDGED)]
-    out += [
-        "## Each claim's source, rule and measurement",
-        "",
-        "Each rule was derived from the quoted source before a number judged it; *fragile* "
-        "marks a verdict that changes when any one unit (seed, draw or run) is left out.",
-        "",
-    ]
+    out += ["## Each claim's source, rule and measurement", "", RULES_INTRO, ""]
     # one entry per claim and rule: a claim whose rule differs by setting (e.g. per readout)
     # lists each rule with the settings it judges
     rules = ["study", "id", "rule", "derivation"]
@@ -160,7 +163,7 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
             where = f" (for {'; '.join(dict.fromkeys(same[mine]['setting']))})"
         out += [
             f"- `{r['id']}` ({r['source']}; scope: {r['scope']}). Quote: {quote_text(r)}",
-            f"  - Rule{where}: {r['rule']}.",
+            f"  - Rule{where}: {r['rule']}. Form: {r.get('form') or 'not recorded'}.",
             f"  - Derivation: {r['derivation']}",
             f"  - Measured: {r['measure']}.{how}",
         ]
@@ -232,6 +235,7 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
                 fragile=is_fragile(r),
                 reason=r["reason"],
                 fragile_reason=r.get("fragile_reason", "") if is_fragile(r) else "",
+                revised=r.get("revised", ""),
                 rule=r["rule"],
                 derivation=r["derivation"],
                 measure=r["measure"],
@@ -316,8 +320,26 @@ def read_ledger(path: str | Path) -> pd.DataFrame:
     """A ledger CSV written by the claims rule, its columns in :data:`COLUMNS` order. A ledger
     of an older round may lack columns other than :data:`KEY_COLUMNS` (27a2974's had no
     intervals, 376045f's no citations, derivations or fragility): they read as empty (NaN
-    for numbers). SummaryError naming the file when a key column is missing."""
-    df = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in NUMERIC})
+    for numbers). SummaryError naming the file when a key column is missing, and the file,
+    row (its line, the header being line 1) and column of a value that is not a number."""
+    try:
+        df = pd.read_csv(path, keep_default_na=False, dtype=str)
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise SummaryError(f"{path}: not a readable CSV: {err}") from err
+    for c in (c for c in NUMERIC if c in df):
+        text = df[c].str.strip()
+        num = pd.to_numeric(text.where(text != "", "nan"), errors="coerce")
+        bad = num.isna() & ~text.str.lower().isin(["", "nan"])
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise SummaryError(
+                f"{path}: row {i + 2} (claim {df['id'].iloc[i] if 'id' in df else '?'}), "
+                f"column {c!r}: {df[c].iloc[i]!r} is not a number"
+            )
+        df[c] = num.astype(float)
+    for c in ("n", "points"):
+        if c in df:
+            df[c] = pd.to_numeric(df[c].where(df[c] != "", "0"), errors="coerce")
     missing = [c for c in KEY_COLUMNS if c not in df]
     if missing:
         raise SummaryError(f"{path}: not a ledger, missing columns {missing}")

@@ -24,10 +24,10 @@ from types import ModuleType
 import pandas as pd
 
 from ibrobust.claims.core import Claim, StudyContext
+from ibrobust.claims.forms import CELLS, cells_text
 from ibrobust.claims.intervals import LEVEL
 from ibrobust.claims.measurement import Measurement
 from ibrobust.claims.restorations import restorations, restored_quote
-from ibrobust.claims.rules import fragility
 from ibrobust.claims.sources import SummaryError, load_source
 from ibrobust.claims.verdicts import NOT_APPLICABLE, NOT_RUN, VERDICTS, NotApplicable, NotRun
 from ibrobust.kinds import STUDIES
@@ -71,6 +71,8 @@ COLUMNS = [
     "reason",
     "fragile",
     "fragile_reason",
+    "revised",
+    "form",
     "rule",
     "derivation",
     "strong_lo",
@@ -135,6 +137,7 @@ def _row(study: str, claim: Claim, level: float, **kw) -> dict:
         quote_restored=restored_quote(claim.id, claim.citation.quote),
         scope=claim.citation.scope,
         paper=claim.paper,
+        form=claim.form,
         rule=claim.rule.text(level),
         derivation=claim.derivation,
         strong_lo=claim.rule.strong[0],
@@ -234,29 +237,38 @@ def _load_sources(
 
 
 def _measured_row(study: str, c: Claim, level: float, m: Measurement) -> dict:
-    """The ledger row of claim ``c`` measured as ``m``: its verdict, interval and fragility."""
+    """The ledger row of claim ``c`` measured as ``m``: its verdict, interval and fragility
+    (a per-cell measurement: the interval of the cell the verdict shows, every cell's in the
+    note)."""
     decision = c.verdict(m, level)
     assert decision.verdict in VERDICTS, decision
-    frag = fragility(c.rule, m, level)
-    iv = m.ci(level)
+    frag = c.fragility(m, level)
+    note = m.note
+    if m.kind == CELLS:
+        iv = decision.interval
+        shown = dict(m.cells)[decision.cell] if decision.cell else m
+        every = f"per cell, corrected: {cells_text(m, level)}"
+        note = f"{note}; {every}" if note else every
+    else:
+        iv, shown = m.ci(level), m
     return _row(
         study,
         c,
         level,
-        ours_mean=m.mean,
-        ours_spread=m.spread,
+        ours_mean=shown.mean if iv is None else iv.center,
+        ours_spread=shown.spread,
         ci_lo=math.nan if iv is None else iv.lo,
         ci_hi=math.nan if iv is None else iv.hi,
-        ci_method="" if iv is None else iv.method,
-        n=len(m.values) if iv is None else iv.n,
-        unit=m.unit if iv is None else iv.unit,
-        points=m.points or 0,
-        lower_bound=m.lower_bound,
+        ci_method="" if iv is None else iv.method + (", per cell, Bonferroni" if m.cells else ""),
+        n=len(shown.values) if iv is None else iv.n,
+        unit=shown.unit if iv is None else iv.unit,
+        points=shown.points or 0,
+        lower_bound=shown.lower_bound,
         verdict=decision.verdict,
         reason=decision.reason,
         fragile="" if frag.fragile is None else frag.fragile,
         fragile_reason=frag.reason,
-        note=m.note,
+        note=note,
     )
 
 
@@ -302,11 +314,52 @@ def study_outputs(
     return out
 
 
-def build_ledger(studies: list[StudyOutputs], level: float = LEVEL) -> pd.DataFrame:
+def build_ledger(
+    studies: list[StudyOutputs],
+    level: float = LEVEL,
+    per_claim: bool = True,
+    revised: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
     """The ledger table (:data:`COLUMNS`), studies in the given order, verdicts on ``level``
-    intervals; kinds without claims are skipped."""
+    intervals, one verdict per claim (:func:`one_verdict_per_claim`; ``per_claim`` False:
+    every study's rows, as each study alone judges them); ``revised``: claim id -> its
+    *revised after the result* note (:func:`ibrobust.ledger.prereg.revised_notes`), in the
+    column ``revised``; kinds without claims are skipped."""
     rows: list[dict] = []
+    costs: dict[str, str] = {}
     for so in studies:
         if so.kind in CLAIMS:
             rows += evaluate_study(so, level)
-    return pd.DataFrame(rows, columns=COLUMNS)
+            costs |= {c.id: c.cost for c in CLAIMS[so.kind].claims(so.ctx) if c.cost}
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    table["revised"] = [(revised or {}).get(i, "") for i in table["id"]]
+    return one_verdict_per_claim(table, costs) if per_claim else table
+
+
+def one_verdict_per_claim(df: pd.DataFrame, costs: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """A claim (id and setting) is listed where it is judged: its "not applicable" rows
+    (a study not designed to judge it: e.g. a study trained to the limit for the protocol's
+    claims, one run where the claim needs several) are dropped when another study of the
+    ledger judges it or would (a verdict, or "not run": disabled, not configured). A claim
+    that no study can judge keeps one row, the first, whose reason says so, names the other
+    studies and, from ``costs`` (claim id -> text), what judging it would take."""
+    costs = costs or {}
+    na = df["verdict"] == NOT_APPLICABLE
+    keep = pd.Series(True, index=df.index)
+    for (cid, _), g in df.groupby(["id", "setting"], sort=False):
+        g_na = g[na[g.index]]
+        if g_na.empty:
+            continue
+        if len(g_na) < len(g):
+            keep[g_na.index] = False
+            continue
+        keep[g_na.index[1:]] = False
+        first = g_na.index[0]
+        reason = str(df.at[first, "reason"])
+        others = list(dict.fromkeys(g_na["study"].iloc[1:]))
+        if others:
+            reason += f" (not applicable in {', '.join(others)} too)"
+        if cid in costs:
+            reason += f"; no study here judges it: {costs[cid]}"
+        df.at[first, "reason"] = reason
+    return df[keep].reset_index(drop=True)

@@ -12,7 +12,17 @@ import math
 import pandas as pd
 
 from ibrobust.claims.citations import FIGURE_READING
-from ibrobust.claims.core import Claim, StudyContext, at_least, at_most, between, restricted
+from ibrobust.claims.core import (
+    ASYMPTOTIC,
+    BOUND,
+    Claim,
+    StudyContext,
+    at_least,
+    at_most,
+    between,
+    number_or_direction,
+    restricted,
+)
 from ibrobust.studies.feature_averaging.claims_radius import (
     gradient_claim,
     radius_claims,
@@ -29,6 +39,7 @@ from ibrobust.studies.feature_averaging.measures import (
     column_of,
     d_and_k,
     kclass_over_binary,
+    other_class_trend,
     readouts_of,
     span_residual,
 )
@@ -75,6 +86,7 @@ def _feature_claims(ds: str, tag: str, k: int) -> list[Claim]:
     return [
         Claim(
             id="fa.clean_accuracy",
+            form=BOUND,
             setting=tag,
             claim="The 2-class GD net classifies clean points (almost) perfectly.",
             citation=_cite(
@@ -92,6 +104,7 @@ def _feature_claims(ds: str, tag: str, k: int) -> list[Claim]:
         ),
         Claim(
             id="fa.averaging_index",
+            form=BOUND,
             setting=tag,
             claim="2-class GD neurons average their class's features: no same-class "
             "coefficient much larger than the others (second-largest / largest ~ 1).",
@@ -121,6 +134,7 @@ def _coefficient_claims(ds: str, tag: str, k: int) -> list[Claim]:
     return [
         Claim(
             id="fa.other_class_small",
+            form=ASYMPTOTIC,
             setting=tag,
             claim="2-class GD neurons learn (almost) nothing of the other class's features.",
             citation=_cite(
@@ -129,18 +143,27 @@ def _coefficient_claims(ds: str, tag: str, k: int) -> list[Claim]:
                 "$$\\lambda_{s,r,j}^{(T)} = o(1), \\forall s \\in \\{-1, +1\\}, r \\in [m], "
                 "j \\in \\mathcal{J}_{-s}$$",
             ),
-            derivation="Strong (P3: o(1) against the Omega(1) same-class coefficients read "
-            "as at most a tenth of them): the mean over neurons of max |other-class lambda| / "
-            "mean same-class lambda <= 0.1. Weak (the same direction): < 1.",
+            derivation="An o(1) is a statement about a limit, not a threshold at one stopping "
+            "point (asymptotic form): other-class coefficients freeze once a neuron stops "
+            "firing on that class while same-class ones keep growing, so their ratio at the "
+            "last step depends on when training stops. Judged as a trend along training: the "
+            "slope of the per-checkpoint ratio max |other-class lambda| / mean same-class "
+            "lambda (mean over neurons) on log10 GD step over every checkpoint the run "
+            "decomposes; o(1) against Omega(1) needs it falling. The two-sided version "
+            "(|lambda| = o(1), the CSML talk's statement) is judged: the ICLR slides and the "
+            "iTCS talk state it one-sided (lambda <= o(1)), which the trainer's update makes "
+            "true at every step (every other-class lambda <= 0), so it cannot fail and tests "
+            "nothing. No constant in the source: strong = weak (P5 on the trend): slope < 0.",
             paper="other-class coefficients o(1), same-class Omega(1)",
-            measure="other_class_ratio (final checkpoint): per neuron max_j |lambda_j| over "
-            "the other class's features / the mean lambda over its own, mean over neurons, "
-            "of the 2-class nets",
-            rule=at_most("other-class / same-class lambda", 0.1, 1.0),
-            compute=column_of(ds, (BINARY,), "other_class_ratio"),
+            measure="other_class_slope: per 2-class seed, the least-squares slope of the "
+            "per-checkpoint ratio (per neuron max_j |lambda_j| over the other class's features "
+            "/ the mean lambda over its own, mean over neurons) on log10 GD step",
+            rule=at_most("slope of the other-class ratio on log10 step", 0.0, 0.0, strict=True),
+            compute=other_class_trend(ds),
         ),
         Claim(
             id="fa.decoupling_index",
+            form=BOUND,
             setting=tag,
             claim="k-class training makes neurons decouple onto single features "
             "(second-largest / largest coefficient ~ 0).",
@@ -168,6 +191,7 @@ def _geometry_claims(ds: str, tag: str, k: int) -> list[Claim]:
     return [
         Claim(
             id="fa.cosine_blocks",
+            form=BOUND,
             setting=tag,
             claim="The 2-class cosine matrix cos(w, mu_j) has two blocks at ~1/sqrt(k/2).",
             citation=_cite(
@@ -191,6 +215,7 @@ def _geometry_claims(ds: str, tag: str, k: int) -> list[Claim]:
         ),
         Claim(
             id="fa.span_residual",
+            form=BOUND,
             setting=tag,
             claim="GD never leaves span{mu_j, xi_i}: the lambda decomposition's relative "
             "residual is tiny.",
@@ -206,6 +231,9 @@ def _geometry_claims(ds: str, tag: str, k: int) -> list[Claim]:
             "every trained net, of runs that train the weights directly",
             rule=at_most("residual_max", 1e-3, 1e-2),
             compute=span_residual(ds),
+            cost="a study whose features and training noises do not span the input space "
+            "(k + n < d) and whose GD trains the weights directly (method: direct): one more "
+            "2-class training per seed at Study FA's size",
         ),
     ]
 
@@ -241,6 +269,7 @@ def _readout_claim(ds: str, setting: str, ro: str, k: int) -> Claim:
         )
     return Claim(
         id="fa.kclass_over_binary",
+        form=number_or_direction(rule),
         setting=setting,
         claim="Training on the fine cluster labels (k-class) makes the binary classifier "
         "more robust than 2-class training.",

@@ -8,7 +8,7 @@ import math
 from dataclasses import replace
 
 from ibrobust.claims.citations import FIGURE_READING
-from ibrobust.claims.core import Claim, at_least, between, testable_only_if
+from ibrobust.claims.core import BOUND, Claim, at_least, between, testable_only_if
 from ibrobust.studies.feature_averaging.measures import (
     binary_over_theory,
     first_order_ratio,
@@ -31,6 +31,7 @@ def _binary_radius(ds: str, tag: str, k: int, robust: float) -> Claim:
     return _scoped(
         Claim(
             id="fa.binary_radius",
+            form=BOUND,
             setting=tag,
             claim="GD on the 2-class labels learns averaged features: a non-robust net whose "
             "critical radius is of order sqrt(d/k).",
@@ -63,6 +64,7 @@ def _universal_radius(ds: str, tag: str, k: int, robust: float) -> Claim:
     return _scoped(
         Claim(
             id="fa.universal_radius",
+            form=BOUND,
             setting=tag,
             claim="The universal direction -sum_{J+} mu_j + sum_{J-} mu_j alone breaks the "
             "2-class net at a radius of order sqrt(d/k).",
@@ -118,6 +120,7 @@ def reference_claim(ds: str, tag: str, k: int) -> Claim:
     )
     return Claim(
         id="fa.reference_radius",
+        form=BOUND,
         setting=tag,
         claim="A robust network exists (one neuron per cluster, bias filtering the noise) "
         "with a radius of order sqrt(d).",
@@ -155,6 +158,7 @@ def gradient_claim(ds: str, tag: str, k: int) -> Claim:
     )
     return Claim(
         id="fa.gradient_per_margin",
+        form=BOUND,
         setting=tag,
         claim="A feature-averaging net has a margin like a robust net's but a much "
         "larger input gradient (every same-class neuron fires), so a smaller "

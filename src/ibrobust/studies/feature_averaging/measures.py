@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 
 import pandas as pd
 
@@ -20,6 +21,7 @@ from ibrobust.claims.core import (
     Source,
     StudyContext,
     not_above,
+    trend,
 )
 from ibrobust.kinds import MODELS, OPTIMIZERS, trainer
 
@@ -50,6 +52,7 @@ SOURCES: dict[str, Source] = {
             *(Column(radius_col(a), lo=0, nan_ok=True, required=False) for a in ATTACKS),
             Column("fa_index", lo=0, hi=1, nan_ok=True, required=False),
             Column("other_class_ratio", lo=0, nan_ok=True, required=False),
+            Column("other_class_slope", nan_ok=True, required=False),
             Column("residual_max", lo=0, nan_ok=True, required=False),
             Column("cosine_same_class_mean", lo=-1, hi=1, nan_ok=True),
         ),
@@ -238,6 +241,20 @@ def column_of(dataset: str, settings: tuple[str, ...], col: str, scale: float = 
                 raise ValueError(f"column {col!r} is NaN for a {setting} run on {dataset}")
             vals += list(v * scale)
         return Measurement(tuple(vals), unit="seeds" if len(settings) == 1 else "runs")
+
+    return compute
+
+
+def other_class_trend(dataset: str):
+    """Per 2-class seed: the slope of the per-checkpoint other-class ratio (max |other-class
+    lambda| / mean same-class lambda, mean over neurons) on log10 GD step over the run's
+    checkpoints (``other_class_slope``): a trend along training, as an o(1) needs."""
+    base = column_of(dataset, (BINARY,), "other_class_slope")
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        m = base(src, ctx)
+        labels = tuple(f"seed {int(s)}" for s in rows(src["summary"], dataset, BINARY).index)
+        return trend(replace(m, labels=labels), "log10 GD step (the run's checkpoints)")
 
     return compute
 

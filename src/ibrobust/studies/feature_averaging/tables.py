@@ -4,8 +4,10 @@ and reference nets have one score, so their rows repeat under each binary readou
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ibrobust.stages.tables import mean_std, per_readout
@@ -40,12 +42,28 @@ def summary_table(
             row.update(
                 fa_index=dec[key]["fa_index_final"],
                 other_class_ratio=dec[key].get("other_class_ratio_final", float("nan")),
+                other_class_slope=checkpoint_slope(
+                    dec[key].get("trajectory", []), "other_class_ratio_mean"
+                ),
                 residual_max=dec[key]["residual_max"],
             )
         if key in ana:
             row["cosine_same_class_mean"] = ana[key]["cosine_same_class_mean"]
         rows.append(row)
     return per_readout(pd.DataFrame(rows), list(readouts))
+
+
+def checkpoint_slope(trajectory: Sequence[Mapping], key: str) -> float:
+    """The least-squares slope of ``key`` on log10 step over a run's checkpoints (the
+    decomposition's trajectory, steps > 0, finite values): how the quantity moves along
+    training (e.g. the other-class ratio's, which an o(1) claim needs falling). NaN with
+    fewer than two such checkpoints."""
+    pts = [(math.log10(t["step"]), float(t[key])) for t in trajectory
+           if t["step"] > 0 and math.isfinite(float(t.get(key, math.nan)))]  # fmt: skip
+    if len({x for x, _ in pts}) < 2:
+        return math.nan
+    x, y = np.array(pts).T
+    return float(np.polyfit(x, y, 1)[0])
 
 
 def summary_means(table: pd.DataFrame) -> pd.DataFrame:

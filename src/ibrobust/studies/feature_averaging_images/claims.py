@@ -18,6 +18,8 @@ import pandas as pd
 
 from ibrobust.claims.citations import FIGURE_READING, LI_2025, Citation
 from ibrobust.claims.core import (
+    BOUND,
+    DIRECTION,
     Claim,
     Column,
     Measurement,
@@ -139,6 +141,7 @@ def claims(ctx: StudyContext) -> list[Claim]:
                 out.append(
                     Claim(
                         id=f"fa_images.{task}@{eps:g}",
+                        form=DIRECTION if strong == 0.0 else BOUND,
                         setting=f"{ds}, l2 radius {eps:g}, readout {ro}",
                         claim="On real images, 10-class training gives a binary classifier "
                         "more robust than 2-class training of the same architecture.",

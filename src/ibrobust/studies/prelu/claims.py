@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from ibrobust.claims.citations import MIN_VIDAL_2024, Citation
-from ibrobust.claims.core import Claim, StudyContext, at_least, at_most, between
+from ibrobust.claims.core import BOUND, DIRECTION, Claim, StudyContext, at_least, at_most, between
 from ibrobust.studies.prelu.measures import (
     SOURCES,
     column,
@@ -64,6 +64,7 @@ def _radius_claims(syn: str, k: int) -> list[Claim]:
     out = [
         Claim(
             id="prelu.relu_radius",
+            form=BOUND,
             setting=f"{syn}, p=1",
             claim="A ReLU net (p=1) trained by GD is not robust beyond ~1/sqrt(K).",
             citation=_cite(
@@ -88,6 +89,7 @@ def _radius_claims(syn: str, k: int) -> list[Claim]:
         out.append(
             Claim(
                 id=f"prelu.p{p:g}_robust_below",
+                form=BOUND,
                 setting=f"{syn}, p={p:g}, l2 radius 0.9 sqrt(2)/2",
                 claim="A pReLU net with p > 2 is robust up to ~sqrt(2)/2: almost every point "
                 "survives any l2 perturbation smaller than that.",
@@ -124,6 +126,7 @@ def _clean_claims(syn: str) -> list[Claim]:
         out.append(
             Claim(
                 id=f"prelu.p{p:g}_clean",
+                form=BOUND,
                 setting=f"{syn}, p={p:g}",
                 claim=f"The trained net (~ the ideal {label}) classifies clean points almost "
                 "perfectly.",
@@ -149,6 +152,7 @@ def _alignment_claims(syn: str) -> list[Claim]:
     return [
         Claim(
             id="prelu.relu_averages",
+            form=BOUND,
             setting=f"{syn}, p=1",
             claim="ReLU neurons align with class averages (f_1 ~ F, two averaged neurons).",
             citation=_cite(conj, relu_q),
@@ -164,6 +168,7 @@ def _alignment_claims(syn: str) -> list[Claim]:
         ),
         Claim(
             id="prelu.p3_single",
+            form=BOUND,
             setting=f"{syn}, p=3",
             claim="pReLU neurons (p > 2) align with single cluster centres (f_p ~ F^(p)).",
             citation=_cite(conj, prelu_q),
@@ -174,8 +179,18 @@ def _alignment_claims(syn: str) -> list[Claim]:
             rule=at_least("frac_single", 0.9, 0.5),
             compute=column(3.0, "frac_single"),
         ),
+        *_alignment_claims_rest(syn),
+    ]
+
+
+def _alignment_claims_rest(syn: str) -> list[Claim]:
+    conj = "'Conjectures' (HARNESSING IMPLICIT BIAS FOR ADVERSARIAL ROBUSTNESS)"
+    relu_q = "GF on f_1 converges to ReLU classifier F"
+    prelu_q = "GF on f_p (p > 2) converges to pReLU classifier $F^{(p)}$"
+    return [
         Claim(
             id="prelu.relu_dist_F",
+            form=BOUND,
             setting=f"{syn}, p=1",
             claim="The trained ReLU net is close to the ideal averaged classifier F.",
             citation=_cite(conj, relu_q),
@@ -190,6 +205,7 @@ def _alignment_claims(syn: str) -> list[Claim]:
         ),
         Claim(
             id="prelu.p3_dist_Fp",
+            form=BOUND,
             setting=f"{syn}, p=3",
             claim="The trained p=3 net is close to the ideal per-cluster classifier F^(p).",
             citation=_cite(conj, prelu_q),
@@ -215,6 +231,7 @@ def _table1_claim(norm: str, eps: float) -> Claim:
     strong = round(gap - 2 * READING, 4)
     return Claim(
         id=f"prelu.mnist_{norm}_{eps:g}",
+        form=BOUND,
         setting=f"MNIST 10-class, {column_name(norm, eps)}",
         claim="On MNIST, p=4 pReLU nets are more robust than ReLU nets (Table 1).",
         citation=_cite(
@@ -242,6 +259,7 @@ def _table1_claim(norm: str, eps: float) -> Claim:
 def _parity_claim(norm: str, eps: float) -> Claim:
     return Claim(
         id=f"prelu.parity_{norm}_{eps:g}",
+        form=DIRECTION,
         setting=f"MNIST parity (2-class), {column_name(norm, eps)}",
         claim="On MNIST parity too, p=4 pReLU nets are more robust than ReLU nets.",
         citation=_cite(

@@ -9,14 +9,25 @@ claim measures, and the files it reads (:data:`SOURCES`), is
 from __future__ import annotations
 
 from ibrobust.claims.citations import TSILIVIS_2024, Citation
-from ibrobust.claims.core import Claim, StudyContext, at_least, at_most, between
+from ibrobust.claims.core import (
+    BOUND,
+    DIRECTION,
+    EQUIVALENCE,
+    EXISTENTIAL,
+    Claim,
+    StudyContext,
+    at_least,
+    at_most,
+    between,
+)
+from ibrobust.studies.price_linear.claims_limit import LIMIT_LOSS, limit_claims, stops_at
 from ibrobust.studies.price_linear.measures import (
     FIG1_FRACTION,
     NEAR_MIN,
     ROBUST_ERM_MAX,
     SOURCES,
+    edge_cells,
     edge_change,
-    limit_margin,
     near_margin_edge,
     regimes,
     robust_edge,
@@ -25,8 +36,10 @@ from ibrobust.studies.price_linear.measures import (
 
 __all__ = ["SOURCES", "claims"]  # what the ledger reads (ibrobust.ledger.table)
 
-LIMIT_LOSS = 1e-10  # a study stopping below this train loss trains to the limit (price_limit)
 EQUIV = (0.01, 0.03)  # docs/studies/README.md, rule P4: "the same" within 1 (3) points
+# "similarly", contrasted in the same sentence with a robust gap exceeding 20 points: a tenth
+# (strong) and half (weak) of the contrast (docs/studies/README.md, equivalence)
+CONTRAST = (0.02, 0.10)
 
 
 # ---- applicability ------------------------------------------------------------------------------
@@ -39,28 +52,13 @@ def _needs(regime: str):
     return applies
 
 
-def _stops_at(ctx: StudyContext) -> float:
-    return float(ctx.config["stopping"]["loss_threshold"])
-
-
 def _protocol_only(ctx: StudyContext) -> str | None:
     """The paper's protocol claims need its stopping rule (a common, moderate train loss)."""
-    if _stops_at(ctx) < LIMIT_LOSS:
+    if stops_at(ctx) < LIMIT_LOSS:
         return (
-            f"the study trains to the limit (stopping loss {_stops_at(ctx):g} < {LIMIT_LOSS:g}); "
+            f"the study trains to the limit (stopping loss {stops_at(ctx):g} < {LIMIT_LOSS:g}); "
             "the paper's generalization claims are judged in studies that stop at its "
             "protocol's common train loss"
-        )
-    return None
-
-
-def _limit_only(ctx: StudyContext) -> str | None:
-    if _stops_at(ctx) >= LIMIT_LOSS:
-        return (
-            f"the study stops at train loss {_stops_at(ctx):g} (the paper's protocol), where "
-            "the normalised margin is still about log(n) / log(1/(n L)) from its t -> inf "
-            "limit; the limit is judged in a study trained to a loss below "
-            f"{LIMIT_LOSS:g} (configs: study price_limit)"
         )
     return None
 
@@ -99,7 +97,7 @@ def claims(ctx: StudyContext) -> list[Claim]:
         *_regime_claims(rg),
         *_dense_claims(rg),
         _vanishes_claim(),
-        *_limit_claims(ctx),
+        *limit_claims(ctx),
     ]
 
 
@@ -110,6 +108,7 @@ def _gd_minus_claims(rg: dict[str, str]) -> list[Claim]:
         out.append(
             Claim(
                 id=f"price.gd_minus_{alg}",
+                form=DIRECTION,
                 setting=f"{sparse_w}, {ROBUST_CELLS}",
                 claim=f"For l_inf robust ERM with a sparse teacher, {label} generalizes "
                 "robustly better than GD's l2 bias (a smaller robust generalization gap).",
@@ -143,6 +142,7 @@ def _edge_trend_claims(rg: dict[str, str]) -> list[Claim]:
         out += [
             Claim(
                 id="price.edge_rises_from_erm",
+                form=DIRECTION,
                 setting=f"{ds}: {ROBUST_CELLS} vs eps = 0",
                 claim="The edge of CD over GD (gap(GD) - gap(CD)) is larger under robust ERM "
                 "than under ERM: it grows as eps rises from 0.",
@@ -165,6 +165,7 @@ def _edge_trend_claims(rg: dict[str, str]) -> list[Claim]:
             ),
             Claim(
                 id="price.edge_falls_toward_margin",
+                form=DIRECTION,
                 setting=f"{ds}: {ROBUST_CELLS} vs the grid's largest eps below gamma*",
                 claim="Past a threshold of eps the edge shrinks again: near gamma* the two "
                 "methods perform about the same.",
@@ -187,11 +188,12 @@ def _edge_trend_claims(rg: dict[str, str]) -> list[Claim]:
 
 
 def _regime_claims(rg: dict[str, str]) -> list[Claim]:
-    """The no-edge regime (dense teacher, sparse x) and the dense regime under ERM."""
-    dense, sparse_x = rg.get("dense/dense", "dense/dense"), rg.get("sparse x", "sparse x")
+    """The no-edge regime (dense teacher, sparse x), then the dense regime under ERM."""
+    sparse_x = rg.get("sparse x", "sparse x")
     return [
         Claim(
             id="price.no_edge_regime",
+            form=EXISTENTIAL,
             setting=f"{sparse_x}, {ROBUST_CELLS}",
             claim="With a dense teacher and sparse inputs CD does not beat GD under robust "
             "ERM: the problem is skewed towards dense solutions.",
@@ -201,20 +203,38 @@ def _regime_claims(rg: dict[str, str]) -> list[Claim]:
                 "learning problem is much more “skewed” towards dense solutions.",
             ),
             derivation="The regime is the paper's Dense, Sparse (k_w, k_x) = (512, 4) (App. E: "
-            "'(512, 4) (Dense, Sparse)'; Case 3: the l1 bound is not favourable there). 'CD "
-            "does not outperform GD' includes a tie: the edge gap(GD) - gap(CD) over the "
-            f"robust-ERM cells at most +{EQUIV[0]:g} (strong, P4's equivalence margin) or "
-            f"+{EQUIV[1]:g} (weak); it does not hold when CD is clearly ahead.",
-            paper="CD does not outperform GD in the dense-teacher, sparse-x regime",
-            measure="per draw: gap(GD) - gap(CD), mean over n and the robust-ERM cells",
+            "'(512, 4) (Dense, Sparse)'; Case 3: the l1 bound is not favourable there). 'There "
+            "are cases with [eps > 0] where CD does not outperform GD' is existential: it "
+            "holds if some cell shows it, and the mean over cells can hide such a cell. The "
+            "cells are the paper's (Fig. 2 right summarises each (sparsity, eps) combination "
+            "over n into one number): each robust-ERM eps of the grid, its edge gap(GD) - "
+            "gap(CD) averaged over n, per draw; the cells near gamma* are left out (there the "
+            "two return the same solution, Lemma C.4, so they would show it trivially), the "
+            "eps = 0 cell is reported, not a case ('with eps > 0'). Per cell, 'does not "
+            f"outperform' includes a tie: the edge at most +{EQUIV[0]:g} (strong, P4's tie "
+            f"margin: the passage gives no scale for a tie) or +{EQUIV[1]:g} (weak), each "
+            "cell's interval Bonferroni-corrected for the number of cells.",
+            paper="CD does not outperform GD in some eps > 0 cell of the dense-teacher, sparse-x "
+            "regime",
+            measure="per robust-ERM eps cell: per draw gap(GD) - gap(CD), mean over n (every "
+            "cell's edge in the note, with the eps = 0 cell's)",
             rule=at_most("gap difference", EQUIV[0], EQUIV[1]),
-            compute=robust_edge("sparse x"),
+            compute=edge_cells("sparse x"),
             sources=("summary", "problems"),
             applies=_needs("sparse x"),
             not_applicable=_protocol_only,
         ),
+        *_dense_erm_claims(rg),
+    ]
+
+
+def _dense_erm_claims(rg: dict[str, str]) -> list[Claim]:
+    """The dense regime under ERM."""
+    dense = rg.get("dense/dense", "dense/dense")
+    return [
         Claim(
             id="price.dense_erm_alike",
+            form=EQUIVALENCE,
             setting=f"{dense}, eps = 0 (ERM)",
             claim="With dense teacher and dense inputs the algorithms generalize alike under ERM.",
             citation=_cite(
@@ -223,11 +243,22 @@ def _regime_claims(rg: dict[str, str]) -> list[Claim]:
                 "between their robust generalization in robust ERM exceeds 20% in the case of "
                 "few training data!",
             ),
-            derivation=f"'Similarly' (P4, equivalence): the edge at eps = 0 within +-"
-            f"{EQUIV[0]:g} (strong) or +-{EQUIV[1]:g} (weak), mean over n.",
-            paper="GD and CD generalize similarly under ERM (Fig. 1 bottom)",
+            derivation="'Similarly' (equivalence), with the margin from the passage's own "
+            "scale: the sentence contrasts ERM, where the algorithms 'generalize similarly', "
+            "with a robust-gap difference that 'exceeds 20%'. Strong: the edge at eps = 0 within "
+            f"+-{CONTRAST[0]:g} (a tenth of the contrasted 20 points, P3's 'small' on the "
+            f"passage's scale); weak: within +-{CONTRAST[1]:g} (half of it: closer to alike "
+            "than to the gap it is contrasted with). Mean over n, per draw.",
+            paper="GD and CD generalize similarly under ERM (Fig. 1 bottom), against a > 20 % "
+            "robust gap",
             measure="per draw: gap(GD) - gap(CD) at eps = 0, mean over n",
-            rule=between("gap difference", (-EQUIV[0], EQUIV[0]), (-EQUIV[1], EQUIV[1])),
+            rule=between(
+                "gap difference",
+                (-CONTRAST[0], CONTRAST[0]),
+                (-CONTRAST[1], CONTRAST[1]),
+                basis="the passage's contrast: a robust-gap difference exceeding 20 % "
+                "(a tenth of it strong, half of it weak)",
+            ),
             compute=robust_edge("dense/dense", cells="erm"),
             sources=("summary", "problems"),
             applies=_needs("dense/dense"),
@@ -242,6 +273,7 @@ def _dense_claims(rg: dict[str, str]) -> list[Claim]:
     return [
         Claim(
             id="price.dense_robust_gap_20",
+            form=BOUND,
             setting=f"{dense}, smallest n, eps = {FIG1_FRACTION:g} gamma*",
             claim="With dense teacher and dense inputs the robust-gap difference between GD "
             "and CD exceeds 20 % with few training data.",
@@ -265,6 +297,7 @@ def _dense_claims(rg: dict[str, str]) -> list[Claim]:
         ),
         Claim(
             id="price.clean_tradeoff",
+            form=DIRECTION,
             setting=f"{dense}, the grid's largest eps below gamma*, clean gaps",
             claim="With dense teacher and dense inputs, robust ERM by GD generalizes better "
             "than by CD on clean error although worse on robust error.",
@@ -293,6 +326,7 @@ def _dense_claims(rg: dict[str, str]) -> list[Claim]:
 def _vanishes_claim() -> Claim:
     return Claim(
         id="price.vanishes_at_margin",
+        form=EQUIVALENCE,
         setting="every regime, the grid's largest eps below gamma*, runs that converged",
         claim="As eps approaches the dataset's l_inf margin gamma*, every robust separator "
         "becomes max-margin, so GD and CD generalize alike.",
@@ -311,67 +345,14 @@ def _vanishes_claim() -> Claim:
         paper="0 at eps = gamma* (Lemma C.4)",
         measure="per (regime, draw): signed gap(GD) - gap(CD) at the largest eps/gamma* < 1, "
         "mean over the n where both runs converged",
-        rule=between("gap difference", (-EQUIV[0], EQUIV[0]), (-EQUIV[1], EQUIV[1])),
+        rule=between(
+            "gap difference",
+            (-EQUIV[0], EQUIV[0]),
+            (-EQUIV[1], EQUIV[1]),
+            basis="P4: Lemma C.4 states an identity of solutions at eps = gamma*, not a scale; "
+            "judged below gamma*, where the source gives no margin",
+        ),
         compute=near_margin_edge,
         sources=("summary", "problems"),
         not_applicable=_protocol_only,
     )
-
-
-def _limit_claims(ctx: StudyContext) -> list[Claim]:
-    out: list[Claim] = []
-    # robust separation at the robust-ERM cells needs margin_ratio >= eps / gamma*
-    robust_max = max(
-        (float(f) for f in ctx.config["eps_fractions"] if float(f) <= ROBUST_ERM_MAX), default=0.0
-    )
-    for alg, label, where in (
-        ("cd", "coordinate descent (steepest descent w.r.t. l1)", "Theorem 4.3, Corollary 4.5"),
-        ("diag_gd", "GD on the diagonal net", "Corollary 4.7, Proposition 4.8, Remark 4.9"),
-    ):
-        verb = "converges in direction to" if alg == "cd" else "is biased towards"
-        out.append(
-            Claim(
-                id=f"price.limit_is_min_l1_{alg}",
-                setting="every regime, eps < gamma*, runs trained to the limit",
-                claim=f"Robust ERM with {label} {verb} the minimum-l1-norm robust separator: "
-                "its normalised l_inf margin approaches the dataset's gamma*.",
-                citation=_cite(
-                    f"Sec. 4, {where}",
-                    "Minimizing the loss of eq. (8) with steepest flow with respect to the norm "
-                    "(on separable data) convergences to a minimum norm solution that "
-                    "classifies all the points correctly."
-                    if alg == "cd"
-                    else "These results suggest that the bias of gradient-descent based robust "
-                    "ERM over diagonal networks is towards minimum solutions",
-                    scope="steepest flow (Thm 4.3) / gradient flow (Cor. 4.7), t -> inf, "
-                    "separable data, worst-case exponential loss",
-                ),
-                derivation="For the l1 geometry the robust max-margin problem max_{||w||_1 <= 1} "
-                "min_i y_i <w, x_i> - eps ||w||_1 has the clean l1 max-margin direction as its "
-                "solution at every eps < gamma* (the eps term is constant on the l1 sphere), so "
-                "the limit's margin_ratio = min_i y_i <w, x_i> / (||w||_1 gamma*) is 1 (gamma* "
-                "from the exact LP). Strong (P2, the theory's constant within 10 %): >= 0.9. "
-                "Weak (the same direction: a robust separator at every robust-ERM eps, which "
-                f"needs margin_ratio >= eps/gamma*): >= {robust_max:g}, the grid's largest "
-                "robust-ERM fraction. The upper end 1.001 allows the LP's rounding. A t -> inf "
-                "statement: judged only on runs trained to a loss below 1e-10."
-                + (
-                    ""
-                    if alg == "cd"
-                    else " For the diagonal net Corollary 4.7 gives a KKT point only; that it "
-                    "is the l1 minimum is the paper's stated belief (Remark 4.9); its results "
-                    "'suggest', a weaker word than the steepest flow's theorem, and the l1 bias "
-                    "of a diagonal net is known to need a small initial scale (the optimizer's "
-                    "alpha; a large one trains like the linearised, l2-like model). The rule is "
-                    "CD's (the same limit and constant); the verdict is read with that caveat."
-                ),
-                paper="the minimum-l1-norm robust separator in the limit",
-                measure=f"margin_ratio of the {alg} runs that reached the stopping loss, mean "
-                "over n and eps < gamma*, one value per (regime, draw)",
-                rule=between("margin ratio", (0.9, 1.001), (robust_max, 1.001)),
-                compute=limit_margin(alg),
-                sources=("problems",),
-                not_applicable=_limit_only,
-            )
-        )
-    return out

@@ -142,7 +142,8 @@ def cnn_trend(variable: str):
             [f"seed {int(s)}, {other} {v:g}" for s, v in zip(fit["seed"], fit[other], strict=True)]
         )
         return pooled_slope(x, _diff(fit, "robust_test", "gd").to_numpy(), groups,
-                            "(cell, seed) pairs", group_name="(seed, row)")  # fmt: skip
+                            "(cell, seed) pairs", group_name="(seed, row)",
+                            along="log n" if variable == "n" else "eps")  # fmt: skip
 
     return compute
 
