@@ -424,14 +424,16 @@ def prelu_summary(
     dist: Mapping[int, tuple[float, float]],
     alpha: float = 0.1,
     below: Mapping[int, Sequence[float]] | None = None,
+    refined: Mapping[int, float] | None = None,
 ) -> pd.DataFrame:
     """synthetic_summary of one run per p and seed with the given critical radii. The
     worst-case curve falls linearly from 1 at radius 0 to 0 at twice the critical radius;
     for a p in ``below`` it is instead below[p][seed] on (0, 0.8] (so robust accuracy at
     0.9 sqrt(2)/2 = 0.636, interpolated between 0.6 and 0.7, is exactly that) and half that
-    beyond."""
+    beyond. ``refined``: p -> a bisection tolerance: its runs also get a refined radius (the
+    given radius, bracketed by +- half the tolerance, as rule prelu_refine writes it)."""
     ds = f"prelu_clusters@alpha={alpha:g}"
-    attack, analysis, train = [], [], []
+    attack, analysis, train, ref = [], [], [], []
     grid = np.array(PRELU_GRID)
     for p, radii in radius.items():
         for seed, r in enumerate(radii):
@@ -449,8 +451,12 @@ def prelu_summary(
             analysis.append(dict(keys, n_active=20, frac_single=fs, frac_average=1 - fs,
                                  mean_best_cos=0.9, dist_F=dist[p][0], dist_Fp=dist[p][1]))  # fmt: skip
             train.append(dict(keys, **{"train.acc": 1.0, "test.binary_acc": 1.0}))
+            if refined is not None and p in refined:
+                h = refined[p] / 2
+                ref.append(dict(keys, critical_radius=r, critical_radius_lo=r - h,
+                                critical_radius_hi=r + h))  # fmt: skip
     labels = {"alphas": {ds: alpha}, "models": PRELU_MODELS, "k": 10}
-    return synthetic_summary(attack, analysis, train, labels)
+    return synthetic_summary(attack, analysis, train, labels, refined=ref)
 
 
 def prelu_table1(
