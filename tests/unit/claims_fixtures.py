@@ -163,6 +163,7 @@ def fa_summary(
     residual=1e-5,
     dataset="clusters_d1000",
     readouts=READOUTS,
+    n_points=1000,
 ) -> pd.DataFrame:
     """Rows as workflow_scripts/fa_figures.py writes them (per seed: the 2-class net, the
     k-class net under each readout, the robust reference). ``binary``: the 2-class net's
@@ -170,11 +171,12 @@ def fa_summary(
     smaller of the two); ``multiclass``: the k-class net's worst case (its PGD-margin radius;
     PGD-CE 1.5x that, universal 5 more). The 2-class
     and reference rows have no readout and are repeated under each (``per_readout``);
+    ``n_points``: the test points each run's attacks ran on (the measured count);
     ``readouts=None``: no readout column (the summaries before readouts were a list). The
     defaults are a study whose claims hold (hand-computed in tests/unit/test_claims.py)."""
     rows = []
     for s, rb in enumerate(binary):
-        common = dict(dataset=dataset, optimizer="gd", seed=s, readout=None)
+        common = dict(dataset=dataset, optimizer="gd", seed=s, readout=None, n_points=n_points)
         decomposed = dict(fa_index=fa_binary[s], other_class_ratio=other_class[s],
                           residual_max=residual)  # fmt: skip
         rows.append(
@@ -505,9 +507,11 @@ def price_nn_cells(
     unfitted: Collection[tuple[str, int, float, int]] = (),
     overfit: Mapping[str, Sequence[float]] | None = None,
     late: Mapping[str, Sequence[float]] | None = None,
+    attack_points: int = 500,
 ) -> pd.DataFrame:
     """cells.csv (the columns of :data:`ibrobust.studies.price_nn.claims.SOURCES`): one row
-    per (arch, n, eps, seed), GD's and SD's numbers side by side. Both algorithms start at
+    per (arch, n, eps, seed), GD's and SD's numbers side by side (each run's strong attacks
+    on ``attack_points`` test points, the measured count). Both algorithms start at
     robust test accuracy 0.5 and clean test accuracy 0.9 (robust = clean at eps 0); the
     leading algorithm is ahead by the given accuracy points:
 
@@ -532,7 +536,8 @@ def price_nn_cells(
                 base.update({f"{a}_robust_test": 0.5 if eps > 0 else 0.9, f"{a}_clean_test": 0.9,
                              f"{a}_robust_train": 1.0, f"{a}_robust_test_end": math.nan,
                              f"{a}_robust_test_best": math.nan,
-                             f"{a}_late_increase": math.nan})  # fmt: skip
+                             f"{a}_late_increase": math.nan,
+                             f"{a}_attack_points": attack_points})  # fmt: skip
             rows[key] = base
         return rows[key]
 
@@ -572,7 +577,7 @@ def price_nn_cells(
         df[f"{a}_epochs"] = 10.0
     cols = ["arch", "n", "eps", "seed"]
     cols += [f"{a}_{f}" for a in ("gd", "sd") for f in NN_FIELDS]
-    cols += [f"{a}_{f}" for f in ("fitted", "epochs") for a in ("gd", "sd")]
+    cols += [f"{a}_{f}" for f in ("fitted", "epochs", "attack_points") for a in ("gd", "sd")]
     return df[cols].sort_values(["arch", "n", "eps", "seed"]).reset_index(drop=True)
 
 

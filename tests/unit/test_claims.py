@@ -201,6 +201,16 @@ def direct_gd(n_train: int = 500) -> dict:
     return cfg
 
 
+def test_fa_counts_the_points_the_attacks_ran_on(tmp_path):
+    """The config asks for 1000 attacked points; the runs' attacks ran on 40 (a smaller test
+    split): the ledger reports the measured 40, not the config's 1000."""
+    files = {FA: fa_summary(n_points=40), FA_SCALING: fa_scaling(), FA_MARGIN: fa_margin_gradient()}
+    cfg = direct_gd()
+    assert cfg["studies"]["fa"]["attack_points"] == 1000
+    row = one(ledger(tmp_path, cfg, files), "fa", "fa.binary_radius")
+    assert (row.n, row.points) == (3, 40)
+
+
 def test_fa_claims_hold_on_a_feature_averaging_study(tmp_path):
     """The fixture's default study, every claim hand-computed (3 seeds, t(2) = 4.303;
     d = 1000, k = 10: sqrt(d/k) = 10, sqrt(d) = 31.6; n = 500 training points, so
@@ -666,7 +676,8 @@ def test_fa_images_claims_on_per_seed_differences(tmp_path, multi, binary, small
         # (the per-run tables hold float32 accuracies, as the attack jobs write them)
         assert row.ours_mean == pytest.approx(sum(diffs) / 3, abs=1e-6)
         assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(diffs, T_975_2), abs=1e-6)
-        assert (row.n, row.unit, row.points) == (3, "seeds", 500)  # the study's attack_points
+        # the points the attacks ran on (the curves' n), not the config's attack_points 500
+        assert (row.n, row.unit, row.points) == (3, "seeds", 100)
         assert (row.strong_lo, row.weak_lo) == (strong, 0.0)
         assert (rows["readout argmax"].strong_lo, rows["readout argmax"].weak_lo) == (0.0, 0.0)
         assert row.note == f"k-class {sum(multi) / 3:.3f} vs 2-class {sum(binary) / 3:.3f}"
