@@ -46,6 +46,7 @@ rule prelu_figures:
         train=lambda w: files(w.study, _prelu.runs(config, w.study, "synthetic"), "metrics.json"),
         alignment="results/{study}/analysis/synthetic_alignment.csv",
         analysis="results/{study}/analysis/synthetic_runs.csv",
+        refined=lambda w: files(w.study, _prelu.refined_runs(config, w.study), "attack/main/refined.json"),
     output:
         robust_png=report("results/{study}/figures/robust_accuracy_vs_radius.png", caption="../report/prelu/robust_accuracy_vs_radius.rst", category="{study}", subcategory="figures"),
         robust_pdf="results/{study}/figures/robust_accuracy_vs_radius.pdf",
@@ -62,6 +63,7 @@ rule prelu_figures:
         "results/logs/figures/{study}/prelu.log",
     params:
         runs=lambda w: _prelu.runs(config, w.study, "synthetic"),
+        refined_runs=lambda w: _prelu.refined_runs(config, w.study),
         labels=lambda w: _prelu.labels(config, w.study, "synthetic"),
         plots=plot_params,
         code=code("prelu_figures"),
@@ -94,3 +96,43 @@ rule prelu_mnist_figures:
         "../envs/ibrobust.yaml"
     script:
         "../workflow_scripts/prelu_mnist_figures.py"
+
+
+# the refined critical radius (synthetic `refine`): per run, the attack job's grid again (same
+# attacks, radii, points and random stream) and each point's grid cell bisected to the
+# tolerance under the worst case over the attacks (ibrobust.stages.radii)
+def _prelu_attack_wildcards(w):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**dict(w.items()), grid="main")
+
+
+rule prelu_refine:
+    input:
+        data="results/datasets/{dataset}/seed{seed}/data.npz",
+        model="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/model.pt",
+        attack="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/attack/main/robust_accuracy.csv",
+    output:
+        points="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/attack/main/point_radii.csv",
+        summary="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/attack/main/refined.json",
+    log:
+        "results/logs/prelu_refine/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/prelu_refine/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.tsv"
+    params:
+        attacks=lambda w: attack_params(_prelu_attack_wildcards(w)),
+        radii=lambda w: attack_radii(_prelu_attack_wildcards(w)),
+        points=lambda w: attack_points(_prelu_attack_wildcards(w)),
+        task=attack_task,
+        seed=lambda w: int(w.seed),
+        tolerance=lambda w: float(STUDIES[w.study]["synthetic"]["refine"]["tolerance"]),
+        code=lambda w: code("prelu_refine", kind_module("models", w.model),
+                            *kind_modules("attacks", attack_params(_prelu_attack_wildcards(w)))),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/prelu_refine.py"

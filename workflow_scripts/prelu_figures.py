@@ -39,6 +39,7 @@ with Job(snakemake) as job:
         analysis.to_dict("records"),
         gather_json(list(inp.train), p.runs),
         p.labels,
+        refined=gather_json(list(inp.refined), p.refined_runs),
     )
     means = synthetic_means(table)
     save_csv(out.summary_csv, table)

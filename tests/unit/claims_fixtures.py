@@ -166,6 +166,7 @@ def fa_summary(
     residual=1e-5,
     dataset="clusters_d1000",
     readouts=READOUTS,
+    n_points=1000,
 ) -> pd.DataFrame:
     """Rows as workflow_scripts/fa_figures.py writes them (per seed: the 2-class net, the
     k-class net under each readout, the robust reference). ``binary``: the 2-class net's
@@ -173,6 +174,7 @@ def fa_summary(
     smaller of the two); ``multiclass``: the k-class net's worst case (its PGD-margin radius;
     PGD-CE 1.5x that, universal 5 more). The 2-class
     and reference rows have no readout and are repeated under each (``per_readout``);
+    ``n_points``: the test points each run's attacks ran on (the measured count);
     ``readouts=None``: no readout column (the summaries before readouts were a list). The
     defaults are a study whose claims hold (hand-computed in tests/unit/test_claims.py).
     ``other_class_slope``: the 2-class nets' slope of the other-class ratio on log10 step
@@ -181,7 +183,7 @@ def fa_summary(
         other_class_slope = tuple(round(o - 0.1, 12) for o in other_class)
     rows = []
     for s, rb in enumerate(binary):
-        common = dict(dataset=dataset, optimizer="gd", seed=s, readout=None)
+        common = dict(dataset=dataset, optimizer="gd", seed=s, readout=None, n_points=n_points)
         decomposed = dict(fa_index=fa_binary[s], other_class_ratio=other_class[s],
                           other_class_slope=other_class_slope[s], residual_max=residual)  # fmt: skip
         rows.append(
@@ -432,14 +434,16 @@ def prelu_summary(
     dist: Mapping[int, tuple[float, float]],
     alpha: float = 0.1,
     below: Mapping[int, Sequence[float]] | None = None,
+    refined: Mapping[int, float] | None = None,
 ) -> pd.DataFrame:
     """synthetic_summary of one run per p and seed with the given critical radii. The
     worst-case curve falls linearly from 1 at radius 0 to 0 at twice the critical radius;
     for a p in ``below`` it is instead below[p][seed] on (0, 0.8] (so robust accuracy at
     0.9 sqrt(2)/2 = 0.636, interpolated between 0.6 and 0.7, is exactly that) and half that
-    beyond."""
+    beyond. ``refined``: p -> a bisection tolerance: its runs also get a refined radius (the
+    given radius, bracketed by +- half the tolerance, as rule prelu_refine writes it)."""
     ds = f"prelu_clusters@alpha={alpha:g}"
-    attack, analysis, train = [], [], []
+    attack, analysis, train, ref = [], [], [], []
     grid = np.array(PRELU_GRID)
     for p, radii in radius.items():
         for seed, r in enumerate(radii):
@@ -457,8 +461,12 @@ def prelu_summary(
             analysis.append(dict(keys, n_active=20, frac_single=fs, frac_average=1 - fs,
                                  mean_best_cos=0.9, dist_F=dist[p][0], dist_Fp=dist[p][1]))  # fmt: skip
             train.append(dict(keys, **{"train.acc": 1.0, "test.binary_acc": 1.0}))
+            if refined is not None and p in refined:
+                h = refined[p] / 2
+                ref.append(dict(keys, critical_radius=r, critical_radius_lo=r - h,
+                                critical_radius_hi=r + h))  # fmt: skip
     labels = {"alphas": {ds: alpha}, "models": PRELU_MODELS, "k": 10}
-    return synthetic_summary(attack, analysis, train, labels)
+    return synthetic_summary(attack, analysis, train, labels, refined=ref)
 
 
 def prelu_table1(
@@ -507,9 +515,11 @@ def price_nn_cells(
     unfitted: Collection[tuple[str, int, float, int]] = (),
     overfit: Mapping[str, Sequence[float]] | None = None,
     late: Mapping[str, Sequence[float]] | None = None,
+    attack_points: int = 500,
 ) -> pd.DataFrame:
     """cells.csv (the columns of :data:`ibrobust.studies.price_nn.claims.SOURCES`): one row
-    per (arch, n, eps, seed), GD's and SD's numbers side by side. Both algorithms start at
+    per (arch, n, eps, seed), GD's and SD's numbers side by side (each run's strong attacks
+    on ``attack_points`` test points, the measured count). Both algorithms start at
     robust test accuracy 0.5 and clean test accuracy 0.9 (robust = clean at eps 0); the
     leading algorithm is ahead by the given accuracy points:
 
@@ -534,7 +544,8 @@ def price_nn_cells(
                 base.update({f"{a}_robust_test": 0.5 if eps > 0 else 0.9, f"{a}_clean_test": 0.9,
                              f"{a}_robust_train": 1.0, f"{a}_robust_test_end": math.nan,
                              f"{a}_robust_test_best": math.nan,
-                             f"{a}_late_increase": math.nan})  # fmt: skip
+                             f"{a}_late_increase": math.nan,
+                             f"{a}_attack_points": attack_points})  # fmt: skip
             rows[key] = base
         return rows[key]
 
@@ -574,7 +585,7 @@ def price_nn_cells(
         df[f"{a}_epochs"] = 10.0
     cols = ["arch", "n", "eps", "seed"]
     cols += [f"{a}_{f}" for a in ("gd", "sd") for f in NN_FIELDS]
-    cols += [f"{a}_{f}" for f in ("fitted", "epochs") for a in ("gd", "sd")]
+    cols += [f"{a}_{f}" for f in ("fitted", "epochs", "attack_points") for a in ("gd", "sd")]
     return df[cols].sort_values(["arch", "n", "eps", "seed"]).reset_index(drop=True)
 
 

@@ -201,6 +201,16 @@ def direct_gd(n_train: int = 500) -> dict:
     return cfg
 
 
+def test_fa_counts_the_points_the_attacks_ran_on(tmp_path):
+    """The config asks for 1000 attacked points; the runs' attacks ran on 40 (a smaller test
+    split): the ledger reports the measured 40, not the config's 1000."""
+    files = {FA: fa_summary(n_points=40), FA_SCALING: fa_scaling(), FA_MARGIN: fa_margin_gradient()}
+    cfg = direct_gd()
+    assert cfg["studies"]["fa"]["attack_points"] == 1000
+    row = one(ledger(tmp_path, cfg, files), "fa", "fa.binary_radius")
+    assert (row.n, row.points) == (3, 40)
+
+
 def test_fa_claims_hold_on_a_feature_averaging_study(tmp_path):
     """The fixture's default study, every claim hand-computed (3 seeds, t(2) = 4.303;
     d = 1000, k = 10: sqrt(d/k) = 10, sqrt(d) = 31.6; n = 500 training points, so
@@ -668,7 +678,8 @@ def test_fa_images_claims_on_per_seed_differences(tmp_path, multi, binary, small
         # (the per-run tables hold float32 accuracies, as the attack jobs write them)
         assert row.ours_mean == pytest.approx(sum(diffs) / 3, abs=1e-6)
         assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(diffs, T_975_2), abs=1e-6)
-        assert (row.n, row.unit, row.points) == (3, "seeds", 500)  # the study's attack_points
+        # the points the attacks ran on (the curves' n), not the config's attack_points 500
+        assert (row.n, row.unit, row.points) == (3, "seeds", 100)
         assert (row.strong_lo, row.weak_lo) == (strong, 0.0)
         assert (rows["readout argmax"].strong_lo, rows["readout argmax"].weak_lo) == (0.0, 0.0)
         assert row.note == f"k-class {sum(multi) / 3:.3f} vs 2-class {sum(binary) / 3:.3f}"
@@ -746,17 +757,41 @@ ALIGNED = dict(frac_single={1: 0.1, 3: 0.95, 4: 0.9}, dist={1: (0.1, 0.6), 3: (0
     ],
 )
 def test_prelu_relu_radius_two_sided(tmp_path, radii, verdict):
-    summary = prelu_summary({1: radii}, {1: 0.1}, {1: (0.1, 0.6)})
+    """Refined radii (bisection to 1e-4: brackets +- 5e-5, x sqrt(10) +- 1.58e-4 on the
+    interval's ends)."""
+    summary = prelu_summary({1: radii}, {1: 0.1}, {1: (0.1, 0.6)}, refined={1: 1e-4})
     row = one(ledger(tmp_path, default_config(), {PRELU: summary}), "prelu", "prelu.relu_radius")
     values = [r * math.sqrt(10) for r in radii]  # radius x sqrt(K), K = 10
     assert row.verdict == verdict
-    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(values, T_975_1))
+    lo, hi = t_ends(values, T_975_1)
+    w = 5e-5 * math.sqrt(10)
+    assert (row.ci_lo, row.ci_hi) == pytest.approx((lo - w, hi + w))
+    assert "read-off per-point bisection" in row.ci_method
     assert (row.n, row.points, row.name) == (2, 1000, f"{SYN}, p=1")
     assert (row.strong_lo, row.strong_hi, row.weak_lo, row.weak_hi) == (0.9, 1.1, 0.0, 2.236)
     if verdict == WEAKER:  # the reason names the bound nearer the mean 0.996
         assert row.reason.startswith("interval [0.795, 1.2] straddles the strong threshold 0.9;")
     if verdict == INCONCLUSIVE:
         assert "straddles the weak threshold 2.24" in row.reason
+
+
+def test_prelu_relu_radius_read_off_the_grid(tmp_path):
+    """Unrefined, radii 0.316 and 0.317 are interpolated in the grid cell [0.3, 0.4]: each
+    value's bracket is the cell, so the mean 0.3165 x sqrt(10) = 1.00087 can be anywhere in
+    [0.3, 0.4] x sqrt(10) = [0.949, 1.265] by the read-off alone: the t interval 1.00087 +-
+    12.706 x 0.000707 x sqrt(10) / sqrt(2) = +- 0.0201 widens by 0.0165 x sqrt(10) = 0.0522
+    below and 0.0835 x sqrt(10) = 0.2641 above: [0.9286, 1.2851], across the strong bound
+    1.1 by the resolution alone (1.1 < 1.265): a finer measurement decides, not seeds."""
+    summary = prelu_summary({1: (0.316, 0.317)}, {1: 0.1}, {1: (0.1, 0.6)})
+    row = one(ledger(tmp_path, default_config(), {PRELU: summary}), "prelu", "prelu.relu_radius")
+    s10 = math.sqrt(10)
+    lo, hi = t_ends([0.316 * s10, 0.317 * s10], T_975_1)
+    assert (row.ci_lo, row.ci_hi) == pytest.approx((lo - 0.0165 * s10, hi + 0.0835 * s10))
+    assert (row.ci_lo, row.ci_hi) == pytest.approx((0.9286, 1.2851), abs=1e-4)
+    assert row.verdict == WEAKER
+    assert "straddles the strong threshold 1.1" in row.reason
+    assert "a finer measurement would decide, no number of seeds does" in row.reason
+    assert "0.1 wide" in row.reason and "seeds would decide" not in row.reason
 
 
 def test_prelu_robust_below_sqrt2_over_2_and_alignment(tmp_path):
@@ -787,7 +822,7 @@ def test_prelu_robust_below_sqrt2_over_2_and_alignment(tmp_path):
 def test_prelu_robust_below_not_run_on_a_summary_without_its_column(tmp_path):
     """A summary written before the column existed (declared optional): the claim is not
     run; the other synthetic claims are judged."""
-    summary = prelu_summary({1: (0.316, 0.317), 3: (0.8, 0.8)}, **ALIGNED)
+    summary = prelu_summary({1: (0.316, 0.317), 3: (0.8, 0.8)}, **ALIGNED, refined={1: 1e-4})
     df = ledger(
         tmp_path, default_config(), {PRELU: summary.drop(columns="robust_acc@0.9sqrt(2)/2")}
     )

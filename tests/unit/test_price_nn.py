@@ -169,11 +169,12 @@ def test_final_row_reads_the_run_at_its_training_eps():
         {"epoch": 3, "loss": 0.3, "train_acc": None, "robust_train_acc": None, "robust_test_acc": None},
         {"epoch": 4, "loss": 0.1, "train_acc": 1.0, "robust_train_acc": 0.9, "robust_test_acc": 0.8},
     ])  # fmt: skip
-    attack = {"clean_acc": 0.95, "robust_acc": {"a": {"0.0": 0.95, "0.1": 0.7},
+    attack = {"clean_acc": 0.95, "n_points": 40, "robust_acc": {"a": {"0.0": 0.95, "0.1": 0.7},
                                                  "worst": {"0.0": 0.95, "0.1": 0.6}}}  # fmt: skip
     row = P.final_row(run, hist, {"train.steps": 4.0, "train.converged": 0.0}, attack)
     assert row["robust_test_acc_train_pgd"] == 0.8 and row["robust_test_acc_worst"] == 0.6
     assert row["robust_test_acc_a"] == 0.7 and row["test_acc"] == 0.95
+    assert row["attack_points"] == 40  # the attack job's measured count
     assert row["epochs"] == 4 and row["final_loss"] == 0.1 and not row["reached_stop_loss"]
     # robust overfitting: the best curve point (epoch 2) vs the end
     assert (row["robust_test_acc_best"], row["best_epoch"]) == (0.85, 2)
@@ -274,8 +275,9 @@ def test_cnn_claim_counts_only_fitted_cells():
 
     from ibrobust.studies.price_nn import claims as C
 
-    cells = price_nn_cells(cnn={(50, 0.1): (2.0, 4.0, 3.0)}, unfitted=[("cnn", 50, 0.1, 1)])
-    ctx = StudyContext("price_nn", {"cnn": {"attack_points": 200}})
+    cells = price_nn_cells(cnn={(50, 0.1): (2.0, 4.0, 3.0)}, unfitted=[("cnn", 50, 0.1, 1)],
+                           attack_points=200)  # fmt: skip
+    ctx = StudyContext("price_nn", {"cnn": {"attack_points": 500}})  # asked 500, ran on 200
     m = C.cnn_cell(50, 0.1)({"cells": cells}, ctx)  # GD - SD in points, seeds 0 and 2
     assert m.values == pytest.approx((2.0, 3.0))
     assert (m.unit, m.points, m.labels) == ("seeds", 200, ("seed 0", "seed 2"))

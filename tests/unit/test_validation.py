@@ -72,3 +72,36 @@ def test_non_finite_walks_nested_lists_and_mappings():
     tree = {"a": [1.0, {"b": [NAN]}], "c": {"d": -INF}, "e": "nan", "f": True}
     assert [key_path(p.path) for p in non_finite(tree)] == ["a[1].b[0]", "c.d"]
     assert key_path(()) == "<root>"
+
+
+@pytest.mark.parametrize(
+    "overlay, key, dataset",
+    [
+        ({"studies": {"fa": {"attack_points": 2001}}}, "studies.fa.attack_points", "clusters_d1000"),
+        ({"studies": {"prelu": {"synthetic": {"attack_points": 5000}}}},
+         "studies.prelu.synthetic.attack_points", "prelu_clusters"),
+    ],
+)  # fmt: skip
+def test_more_attacked_points_than_a_dataset_has_are_refused(overlay, key, dataset):
+    """attack_points over a dataset's n_test (clusters_d1000 and prelu_clusters: the
+    clusters kind's default 2000 test points) is refused naming both keys: the attacks
+    would use fewer points than the config asks for."""
+    cfg = merged(BASE, overlay)
+    have = cfg["datasets"][dataset].get("n_test", 2000)
+    assert have < int(overlay_value(overlay))
+    assert_rejected(cfg, SCHEMA, key, f"datasets.{dataset}.n_test")
+    # at the dataset's own count it validates
+    ok = merged(BASE, _with_value(overlay, have))
+    validate_config(ok, SCHEMA)
+
+
+def overlay_value(overlay: dict):
+    v = overlay
+    while isinstance(v, dict):
+        (v,) = v.values()
+    return v
+
+
+def _with_value(overlay: dict, value):
+    ((k, v),) = overlay.items()
+    return {k: _with_value(v, value) if isinstance(v, dict) else value}

@@ -16,6 +16,8 @@ import pandas as pd
 import pytest
 from smk_helpers import finished_rules, parse_dry_run, run_on_fake_images, snakemake
 
+from ibrobust.analysis.readoff import grid_bracket
+
 pytestmark = pytest.mark.workflow
 
 CONFIG = Path(__file__).resolve().parent / "configs" / "tiny_prelu.yaml"
@@ -25,6 +27,7 @@ SYNTHETIC = Counter(
     train=4,  # 2 datasets x 2 models (p = 1, 3)
     attack=4,  # grid main
     prelu_analyze=1,  # one job over the half's runs
+    prelu_refine=1,  # refine {p: [1]} (config.yaml): the p = 1 run at the figure alpha
     prelu_figures=1,  # robust accuracy, alignment, distances, summary: one job
 )
 MNIST = Counter(
@@ -118,6 +121,15 @@ def test_synthetic_analysis_and_summary(prelu_run):
                 "robust_acc@sqrt(2)/2", "frac_single", "frac_average", "dist_F", "dist_Fp"):  # fmt: skip
         assert col in summary.columns, col
     assert len(summary) == 4
+    # the refined radius (rule prelu_refine) of the p = 1 run at the figure alpha 0.05 only:
+    # a bracket at most the tolerance 1e-3 wide, inside the grid cell (0.2-wide grid here)
+    ref = summary[summary.critical_radius_refined.notna()]
+    assert list(zip(ref.p, ref.alpha, strict=True)) == [(1.0, 0.05)]
+    lo, hi = ref.critical_radius_refined_lo.iloc[0], ref.critical_radius_refined_hi.iloc[0]
+    assert 0 <= hi - lo <= 1e-3 and lo <= ref.critical_radius_refined.iloc[0] <= hi
+    # the refined crossing lies in the grid cell the grid's interpolated radius lies in
+    cell = grid_bracket(SYN_RADII, float(ref.critical_radius.iloc[0]))
+    assert cell[0] <= lo and hi <= cell[1]
 
 
 def test_mnist_half_holdout_grids_and_tasks(prelu_run):

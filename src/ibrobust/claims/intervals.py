@@ -32,10 +32,17 @@ slope of a log-log fit over a sweep    (value, seed)   t interval of the least-s
 A value censored at the top of a radius grid (the true value is at least it) gets an
 interval whose upper end is +inf (:func:`censored`).
 
-:func:`units_needed` estimates from an interval's half-width how many units would shrink
-it to a given distance: half-widths scale as 1 / sqrt(n) (for the t interval the critical
-value's own shrinking is included), so it is an estimate from the measured spread, not a
-power calculation. Pure functions of numpy arrays; nothing here reads files.
+A value read off a grid (a crossing interpolated between two grid points, a bisection's
+last bracket) is known to within a read-off bracket per unit; the interval above widens by
+the bracket of the mean, below and above (:func:`widened`): the interval's sampling part
+shrinks with more units, its read-off part only with a finer measurement.
+
+:func:`units_needed` estimates from an interval's sampling half-width how many units would
+shrink it to a given distance: half-widths scale as 1 / sqrt(n) (for the t interval the
+critical value's own shrinking is included), so it is an estimate from the measured spread,
+not a power calculation; the read-off part does not shrink, so where it alone reaches the
+threshold no number of units decides (:func:`resolution_spans`). Pure functions of numpy
+arrays; nothing here reads files.
 """
 
 from __future__ import annotations
@@ -57,7 +64,8 @@ class Interval:
 
     ``method`` names how it was computed (shown in the ledger); ``spread`` is the per-unit
     standard deviation behind a t interval (None for the other methods), used by
-    :func:`units_needed`."""
+    :func:`units_needed`; ``readoff``: how much of its lower and upper side is the
+    measurement's read-off uncertainty rather than sampling (:func:`widened`)."""
 
     lo: float
     hi: float
@@ -67,12 +75,15 @@ class Interval:
     method: str
     level: float = LEVEL
     spread: float | None = None
+    readoff: tuple[float, float] = (0.0, 0.0)
 
     def __post_init__(self) -> None:
         if math.isnan(self.lo) or math.isnan(self.hi) or self.lo > self.hi:
             raise ValueError(f"interval [{self.lo}, {self.hi}] is not an interval")
         if self.n < 1:
             raise ValueError(f"an interval needs at least one unit, got n={self.n}")
+        if not (self.readoff[0] >= 0 and self.readoff[1] >= 0):
+            raise ValueError(f"read-off widths must be >= 0, got {self.readoff}")
 
     @property
     def half_width(self) -> float:
@@ -234,6 +245,34 @@ def slope_interval(
     return Interval(slope - half, slope + half, slope, xs.size, unit, method, level)
 
 
+def widened(iv: Interval, below: float, above: float, resolution: str = "") -> Interval:
+    """``iv`` widened by a read-off uncertainty of its center: ``below`` under its lower end,
+    ``above`` over its upper end (e.g. the mean of the units' grid brackets lies ``below``
+    under the mean of their read-off values). The sampling part (``iv`` itself) shrinks with
+    more units, the read-off part only with a finer measurement; ``resolution`` names it in
+    the method."""
+    if not (below >= 0 and above >= 0):
+        raise ValueError(f"read-off widths must be >= 0, got {below}, {above}")
+    what = f" + read-off {resolution}" if resolution else " + read-off bracket"
+    return replace(
+        iv,
+        lo=iv.lo - below,
+        hi=iv.hi + above,
+        method=iv.method + what,
+        readoff=(iv.readoff[0] + below, iv.readoff[1] + above),
+    )
+
+
+def resolution_spans(iv: Interval, threshold: float) -> bool:
+    """Whether the read-off part of ``iv`` alone reaches ``threshold``: it lies within
+    [center - read-off below, center + read-off above] (a non-zero part on that side), so
+    no number of units moves the interval off it; a finer measurement would."""
+    below, above = iv.readoff
+    if threshold < iv.center:
+        return below > 0 and iv.center - below <= threshold
+    return above > 0 and threshold <= iv.center + above
+
+
 def censored(iv: Interval) -> Interval:
     """``iv`` for values censored at the top of a grid: the upper end is unknown (+inf)."""
     return replace(iv, hi=math.inf, method=f"{iv.method}, censored above")
@@ -242,15 +281,22 @@ def censored(iv: Interval) -> Interval:
 def units_needed(iv: Interval, threshold: float) -> int | None:
     """About how many units would give an interval that excludes ``threshold``, from the
     measured spread (half-widths ~ 1 / sqrt(n)); None when the center sits on the
-    threshold (no number of units decides it) or the side toward it is unbounded."""
+    threshold, the read-off part alone reaches it (:func:`resolution_spans`: no number of
+    units decides it) or the side toward it is unbounded. The read-off part does not shrink:
+    the sampling part must fit in the distance it leaves."""
     dist = abs(iv.center - threshold)
-    side = iv.center - iv.lo if threshold < iv.center else iv.hi - iv.center
+    below = threshold < iv.center
+    side = iv.center - iv.lo if below else iv.hi - iv.center
     # on the threshold up to float rounding (a mean of 0.0, 0.03, 0.04, 0.05 is 0.03 - 3e-18):
     # sitting on it, not "10^30 units would decide"
     if dist <= 1e-12 * max(abs(iv.center), abs(threshold)) or not math.isfinite(side):
         return None
     if side < dist:  # already excluded on that side
         return iv.n
+    if resolution_spans(iv, threshold):
+        return None
+    readoff = iv.readoff[0] if below else iv.readoff[1]
+    dist, side = dist - readoff, side - readoff  # what the sampling part must fit in
     if iv.spread is not None and iv.spread > 0:  # t interval: the critical value shrinks too
         return _t_units(iv.spread, dist, iv.level, iv.n)
     # the interval reaches the threshold now (side >= dist), so its n does not decide: an

@@ -1,6 +1,13 @@
 """Our number: a :class:`Measurement` holds one value per unit (seed, dataset draw, run,
 cell) and the interval around their mean (:mod:`ibrobust.claims.intervals`) that a verdict
-is decided on; :func:`pooled_slope` measures a trend common to several groups."""
+is decided on; :func:`pooled_slope` measures a trend common to several groups.
+
+A value read off a grid (a critical radius interpolated between two radii, the first epoch
+at which a curve crosses a threshold, a bisection's last bracket) is known only to within
+the grid's resolution: its ``brackets`` (one [lo, hi] per unit, containing the value) carry
+that into the interval (:func:`ibrobust.claims.intervals.widened`), and the verdict's reason
+then says when a finer measurement, not more units, would decide
+(:func:`ibrobust.claims.rules.decide`)."""
 
 from __future__ import annotations
 
@@ -10,7 +17,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ibrobust.claims.intervals import LEVEL, Interval, censored, slope_interval, t_interval
+from ibrobust.claims.intervals import (
+    LEVEL,
+    Interval,
+    censored,
+    slope_interval,
+    t_interval,
+    widened,
+)
 from ibrobust.claims.verdicts import NotRun
 
 # what a measurement is (the forms of :mod:`ibrobust.claims.forms` require one): one number
@@ -31,7 +45,13 @@ class Measurement:
     values censored at the top of a radius grid (the interval then has no upper end).
     ``kind``: :data:`LEVEL_KIND` (a number), :data:`TREND` (a slope or a last/first ratio
     along the variable ``along``) or :data:`CELLS` (``cells``: one measurement per cell of a
-    grid, built by :func:`ibrobust.claims.forms.per_cell`)."""
+    grid, built by :func:`ibrobust.claims.forms.per_cell`).
+
+    ``brackets``: the read-off bracket (lo_i, hi_i) of each unit's value, for a value read
+    off a grid (lo_i <= values[i] <= hi_i; e.g. the two grid radii a critical radius is
+    interpolated between): the interval widens by the bracket of the mean
+    (:func:`ibrobust.claims.intervals.widened`); ``resolution`` says in words what the
+    brackets come from (e.g. "the radius grid's step 0.1"), for the verdict's reason."""
 
     values: tuple[float, ...]
     unit: str = "seeds"
@@ -47,6 +67,8 @@ class Measurement:
     kind: str = LEVEL_KIND
     along: str = ""
     cells: tuple[tuple[str, Measurement], ...] = ()
+    brackets: tuple[tuple[float, float], ...] | None = None
+    resolution: str = ""
 
     def __post_init__(self) -> None:
         if not self.values:
@@ -59,6 +81,12 @@ class Measurement:
             raise ValueError(f"measurement values must be finite, got {self.values}")
         if self.labels is not None and len(self.labels) != len(self.values):
             raise ValueError(f"{len(self.labels)} labels for {len(self.values)} values")
+        if self.brackets is not None:
+            if len(self.brackets) != len(self.values):
+                raise ValueError(f"{len(self.brackets)} brackets for {len(self.values)} values")
+            for v, (lo, hi) in zip(self.values, self.brackets, strict=True):
+                if not lo <= v <= hi:
+                    raise ValueError(f"value {v} lies outside its read-off bracket [{lo}, {hi}]")
 
     def leave_one_out(self) -> list[tuple[str, Measurement]] | None:
         """The measurement without each of its units in turn: (unit's name, measurement).
@@ -83,6 +111,9 @@ class Measurement:
                     self,
                     values=self.values[:i] + self.values[i + 1 :],
                     labels=None if self.labels is None else names[:i] + names[i + 1 :],
+                    brackets=None
+                    if self.brackets is None
+                    else self.brackets[:i] + self.brackets[i + 1 :],
                 ),
             )
             for i in range(self.n)
@@ -129,14 +160,29 @@ class Measurement:
         """Sample sd of the per-unit values (0 for one unit)."""
         return float(np.std(self.values, ddof=1)) if len(self.values) > 1 else 0.0
 
+    @property
+    def readoff(self) -> tuple[float, float]:
+        """How far below and above the mean of the values the mean of the true values can
+        lie by the read-off brackets alone: (mean - mean of the lower ends, mean of the upper
+        ends - mean); (0, 0) without brackets."""
+        if self.brackets is None:
+            return (0.0, 0.0)
+        v = float(np.mean(self.values))
+        lo = float(np.mean([b[0] for b in self.brackets]))
+        hi = float(np.mean([b[1] for b in self.brackets]))
+        return (max(0.0, v - lo), max(0.0, hi - v))
+
     def ci(self, level: float = LEVEL) -> Interval | None:
-        """The interval the verdict is decided on (None: one unit and no other method; a
-        per-cell measurement has one per cell, :func:`ibrobust.claims.forms.judge`)."""
+        """The interval the verdict is decided on (None: one unit and no other method),
+        widened by the read-off brackets (:attr:`readoff`); a per-cell measurement has one
+        per cell (:func:`ibrobust.claims.forms.judge`)."""
         if self.kind == CELLS:
             raise ValueError("a per-cell measurement has one interval per cell, not one")
         iv = self._given(level) if self.interval is not None else None
         if self.interval is None:
             iv = t_interval(self.values, self.unit, level)
+        if iv is not None and self.brackets is not None:
+            iv = widened(iv, *self.readoff, self.resolution)
         if iv is not None and self.lower_bound:
             iv = censored(iv)
         return iv

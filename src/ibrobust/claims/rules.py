@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ibrobust.claims.intervals import LEVEL, Interval, units_needed
+from ibrobust.claims.intervals import LEVEL, Interval, resolution_spans, units_needed
 from ibrobust.claims.measurement import Measurement
 from ibrobust.claims.verdicts import FAILS, HOLDS, INCONCLUSIVE, WEAKER
 
@@ -112,7 +112,10 @@ def decide(rule: Rule, m: Measurement, level: float = LEVEL) -> Decision:
 
     The reason of an inconclusive verdict names the interval, the threshold it straddles
     and about how many units would decide (:func:`ibrobust.claims.intervals.units_needed`);
-    a "holds weaker" whose interval straddles the strong threshold says the same of it."""
+    a "holds weaker" whose interval straddles the strong threshold says the same of it.
+    Where the measurement's read-off uncertainty (a value read off a grid,
+    :attr:`Measurement.brackets`) alone keeps the interval across the threshold, it says
+    that a finer measurement would decide, never a number of units."""
     iv = m.ci(level)
     if iv is None:
         return Decision(
@@ -144,8 +147,19 @@ def _straddled(iv: Interval, region: tuple[float, float], which: str, m: Measure
     unit = iv.unit
     if m.lower_bound and iv.hi == math.inf and b > iv.center:
         return f"{text}; censored at the grid's top: a larger radius grid would decide"
+    res = f" ({m.resolution})" if m.resolution else ""
+    if resolution_spans(iv, b):
+        return (
+            f"{text}; the measurement's resolution{res} alone spans it: a finer measurement "
+            f"would decide, no number of {unit} does"
+        )
     if need is None:
         return f"{text}; the estimate sits on it: no number of {unit} decides"
+    if iv.readoff != (0.0, 0.0):
+        return (
+            f"{text}; about {need} {unit} at this resolution{res} would decide (now {iv.n}, "
+            "from the measured spread), or a finer measurement"
+        )
     return f"{text}; about {need} {unit} would decide (now {iv.n}, from the measured spread)"
 
 

@@ -200,6 +200,8 @@ def check_attacks(
 ) -> None:
     """Every attack finds what it needs in the study's ``datasets``, aims at labels the study
     trains, and can run on the binary task where that is judged."""
+    datasets = list(datasets)
+    check_attack_points(cfg, st, where, datasets)
     data = offers(cfg, datasets)
     for i, a in enumerate(st["attacks"]):
         spec = cfg["attacks"][a]
@@ -217,6 +219,24 @@ def check_attacks(
         problem = binary_task_problem(spec) if binary_task else None
         if problem:
             raise ConfigError(f"config key {where}.attacks[{i}]: {a!r} {problem}")
+
+
+def check_attack_points(cfg: dict, st: dict, where: str, datasets: Iterable[str]) -> None:
+    """A study attacks at most the test points its datasets have: ``attack_points`` (the
+    first N test points; null = all) larger than a dataset's ``n_test`` would attack fewer
+    points than the ledger reads it as (it reports the measured count, but the config would
+    promise more)."""
+    want = st.get("attack_points")
+    if want is None:
+        return
+    for name in datasets:
+        have = cfg["datasets"].get(name, {}).get("n_test")
+        if have is not None and int(want) > int(have):
+            raise ConfigError(
+                f"config key {where}.attack_points: {want} is more than the {have} test points "
+                f"of dataset {name!r} (config key datasets.{name}.n_test); attack at most "
+                f"{have} or draw more test points"
+            )
 
 
 def check_part_attacks(cfg: dict, part: dict, where: str, task) -> None:

@@ -55,6 +55,7 @@ SOURCES: dict[str, Source] = {
             Column("other_class_slope", nan_ok=True, required=False),
             Column("residual_max", lo=0, nan_ok=True, required=False),
             Column("cosine_same_class_mean", lo=-1, hi=1, nan_ok=True),
+            Column("n_points", lo=1, nan_ok=True, required=False),
         ),
         checks=(not_above(WORST, [radius_col(a) for a in ATTACKS], nan_is_inf=True),),
         built_by="the study's target (and the default target)",
@@ -126,30 +127,41 @@ def d_and_k(ctx: StudyContext, dataset: str) -> tuple[int, int]:
 
 
 # ---- measurements --------------------------------------------------------------------------
-def points_of(ctx: StudyContext) -> int | None:
-    """Test points each seed's robustness is measured on (the study's attack_points)."""
-    return ctx.config.get("attack_points")
+def points_of(*sels: pd.DataFrame) -> int | None:
+    """Test points each seed's robustness is measured on: the attack jobs' measured count
+    (the summary's ``n_points``, the fewest over the rows), not the config's attack_points
+    (a dataset with fewer test points attacks fewer); None for a summary without it."""
+    counts = [s["n_points"] for s in sels if "n_points" in s]
+    if len(counts) < len(sels) or any(c.isna().any() for c in counts):
+        return None
+    return int(min(c.min() for c in counts))
 
 
 def binary_over_theory(dataset: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         d, k = d_and_k(ctx, dataset)
-        r, cens = radii(rows(src["summary"], dataset, BINARY), WORST, ctx)
-        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(ctx))
+        sel = rows(src["summary"], dataset, BINARY)
+        r, cens = radii(sel, WORST, ctx)
+        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(sel))
 
     return compute
 
 
 def kclass_over_binary(dataset: str, readout: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        b, cb = radii(rows(src["summary"], dataset, BINARY), WORST, ctx)
-        m, cm = radii(rows(src["summary"], dataset, MULTICLASS, readout), WORST, ctx)
+        bsel = rows(src["summary"], dataset, BINARY)
+        msel = rows(src["summary"], dataset, MULTICLASS, readout)
+        b, cb = radii(bsel, WORST, ctx)
+        m, cm = radii(msel, WORST, ctx)
         seeds = b.index.intersection(m.index)
         if seeds.empty:
             raise NotRun(f"no seed with both a binary and a k-class run on {dataset}")
         note = "2-class radius off the grid (ratio overstated)" if cb else ""
         return Measurement(
-            tuple(m[seeds] / b[seeds]), lower_bound=cm and not cb, note=note, points=points_of(ctx)
+            tuple(m[seeds] / b[seeds]),
+            lower_bound=cm and not cb,
+            note=note,
+            points=points_of(bsel, msel),
         )
 
     return compute
@@ -158,8 +170,9 @@ def kclass_over_binary(dataset: str, readout: str):
 def reference_over_sqrt_d(dataset: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         d, _ = d_and_k(ctx, dataset)
-        r, cens = radii(rows(src["summary"], dataset, REFERENCE), WORST, ctx)
-        return Measurement(tuple(r / math.sqrt(d)), lower_bound=cens, points=points_of(ctx))
+        sel = rows(src["summary"], dataset, REFERENCE)
+        r, cens = radii(sel, WORST, ctx)
+        return Measurement(tuple(r / math.sqrt(d)), lower_bound=cens, points=points_of(sel))
 
     return compute
 
@@ -174,7 +187,7 @@ def universal_over_theory(dataset: str):
         if radius_col("universal") not in sel:
             raise NotRun("the universal-direction attack was not run")
         r, cens = radii(sel, radius_col("universal"), ctx)
-        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(ctx))
+        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(sel))
 
     return compute
 
@@ -182,7 +195,7 @@ def universal_over_theory(dataset: str):
 def clean_accuracy(dataset: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         sel = rows(src["summary"], dataset, BINARY)
-        return Measurement(tuple(sel["clean_acc"]), points=points_of(ctx))
+        return Measurement(tuple(sel["clean_acc"]), points=points_of(sel))
 
     return compute
 

@@ -36,6 +36,7 @@ def summary_table(
             "dataset": r["dataset"], "model": r["model"], "optimizer": r["optimizer"],
             "seed": r["seed"], "readout": r["readout"],
             "setting": labels[r["model"]] or r["supervision"], "clean_acc": r["clean_acc"],
+            "n_points": r.get("n_points"),  # the test points attacked (measured)
         }  # fmt: skip
         row.update({f"critical_radius.{a}": v for a, v in r["critical_radius"].items()})
         if key in dec:

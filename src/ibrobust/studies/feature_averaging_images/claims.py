@@ -61,7 +61,12 @@ SOURCES: dict[str, Source] = {
     "curves": Source(
         path="figures/robust_accuracy_vs_radius.csv",
         keys={"dataset": None, SUPERVISION: (BINARY, MULTICLASS), "attack": None},
-        numeric=(Column("seed", lo=0), Column("eps", lo=0), Column("robust_acc", lo=0, hi=1)),
+        numeric=(
+            Column("seed", lo=0),
+            Column("eps", lo=0),
+            Column("robust_acc", lo=0, hi=1),
+            Column("n", lo=1, required=False),  # the points attacked (measured)
+        ),
         built_by="`snakemake fa_images --config data_root=DIR` (needs the image datasets)",
     ),
 }
@@ -90,6 +95,15 @@ def _per_seed(df: pd.DataFrame, dataset: str, sup: str, eps: float, readout: str
     return sel.set_index("seed")["robust_acc"]
 
 
+def _attacked(curves: pd.DataFrame, dataset: str) -> int | None:
+    """The points the attacks ran on, as measured (the curves' ``n``, the fewest on the
+    dataset), not the config's attack_points; None for curves written without it."""
+    if "n" not in curves:
+        return None
+    n = curves.loc[curves["dataset"] == dataset, "n"].dropna()
+    return int(n.min()) if len(n) else None
+
+
 def multiclass_minus_binary(dataset: str, eps: float, readout: str):
     """Per seed: the k-class nets' worst-case robust accuracy minus the 2-class nets' (the
     same seed's data subset and test points); t interval over seeds."""
@@ -102,7 +116,7 @@ def multiclass_minus_binary(dataset: str, eps: float, readout: str):
             raise NotRun(f"no seed with both a 2-class and a k-class run on {dataset}")
         note = f"k-class {m[seeds].mean():.3f} vs 2-class {b[seeds].mean():.3f}"
         diff = tuple(float(v) for v in m[seeds] - b[seeds])
-        return Measurement(diff, note=note, points=ctx.config.get("attack_points"))
+        return Measurement(diff, note=note, points=_attacked(src["curves"], dataset))
 
     return compute
 

@@ -69,6 +69,22 @@ def runs(cfg: dict, study: str, half: str) -> list[dict[str, Any]]:
     return plan.as_dicts(plan.trained_runs(cfg, study, parts=[half]))
 
 
+def refined_runs(cfg: dict, study: str) -> list[dict[str, Any]]:
+    """The synthetic runs whose critical radius is refined by bisection (``refine``): those
+    of its models at the figure alpha (the claims' noise level)."""
+    syn = cfg["studies"][study]["synthetic"]
+    if syn is None or syn.get("refine") is None:
+        return []
+    fa = labels(cfg, study, "synthetic")
+    at = {d for d, a in fa["alphas"].items() if abs(a - fa["figure_alpha"]) < 1e-12}
+    ps = {float(v) for v in syn["refine"]["p"]}
+    return [
+        r
+        for r in runs(cfg, study, "synthetic")
+        if r["dataset"] in at and float(MODELS.setting(cfg["models"][r["model"]], "p")) in ps
+    ]
+
+
 def dataset_alpha(ds: dict) -> float:
     """alpha of a clusters dataset (its noise std times sqrt(d) when alpha is not set)."""
     return (
@@ -172,5 +188,12 @@ def _check_synthetic(cfg: dict, syn: dict, w: str) -> None:
     fa = syn.get("figure_alpha")
     if fa is not None and all(float(fa) != float(a) for a in syn["alphas"]):
         raise ConfigError(f"config key {w}.figure_alpha: {fa} is not one of alphas {syn['alphas']}")
+    ps = {float(MODELS.setting(cfg["models"][m], "p")) for m in syn["models"]}
+    for i, v in enumerate((syn.get("refine") or {}).get("p", [])):
+        if float(v) not in ps:
+            raise ConfigError(
+                f"config key {w}.refine.p[{i}]: no model of {w}.models has p = {v:g} "
+                f"(theirs: {sorted(ps)})"
+            )
     check_optimizer_losses(cfg, syn, w)
     check_part_attacks(cfg, syn, w, task)

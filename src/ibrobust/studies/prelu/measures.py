@@ -10,16 +10,19 @@ mean and std over seeds).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import partial
 
 import pandas as pd
 
+from ibrobust.analysis.readoff import grid_bracket
 from ibrobust.claims.core import Column, Measurement, NotRun, Source, StudyContext
 from ibrobust.claims.intervals import newcombe
-from ibrobust.studies.prelu.tables import column_name
+from ibrobust.studies.prelu.tables import REFINED, column_name
 
 RADIUS = "critical_radius"  # 50 % point of the worst case over attacks; NaN: off the grid
+ACC_BELOW = "robust_acc@0.9sqrt(2)/2"  # claims prelu.p<p>_robust_below
 SOURCES: dict[str, Source] = {
     "summary": Source(
         path="figures/summary.csv",
@@ -31,6 +34,10 @@ SOURCES: dict[str, Source] = {
             Column("clean_acc", lo=0, hi=1),
             Column(RADIUS, lo=0, nan_ok=True),
             Column("robust_acc@0.9sqrt(2)/2", lo=0, hi=1, nan_ok=True, required=False),
+            Column(f"{ACC_BELOW}.lo", lo=0, hi=1, nan_ok=True, required=False),
+            Column(f"{ACC_BELOW}.hi", lo=0, hi=1, nan_ok=True, required=False),
+            *(Column(c, lo=0, nan_ok=True, required=False) for c in REFINED),
+            Column("n_points", lo=1, required=False),
             Column("frac_single", lo=0, hi=1, nan_ok=True),  # NaN: no active neuron
             Column("frac_average", lo=0, hi=1, nan_ok=True),
             Column("dist_F", lo=0, hi=1),
@@ -89,27 +96,73 @@ def _runs(df: pd.DataFrame, ctx: StudyContext, p: float) -> pd.DataFrame:
     return sel
 
 
+def measured_points(sel: pd.DataFrame) -> int | None:
+    """The test points each run was attacked on, read from the summary (``n_points``; None
+    for a summary from before the column, or runs that differ: the fewest then)."""
+    if "n_points" not in sel or sel["n_points"].isna().any():
+        return None
+    return int(sel["n_points"].min())
+
+
 def radius_over(p: float, reference):
+    """Per seed: the critical radius of the p nets over ``reference``. Refined (the per-point
+    bisection of rule prelu_refine, :data:`REFINED`) where every selected run has it: each
+    value's read-off bracket is the 50 % point's bracket, as wide as the bisection's
+    tolerance; else the grid's interpolated radius with its grid cell as the bracket
+    (:func:`ibrobust.analysis.readoff.grid_bracket`)."""
+
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         sel = _runs(src["summary"], ctx, p)
-        top = max(float(r) for r in ctx.config["synthetic"]["radii"])
-        r = sel[RADIUS].fillna(top)
+        ref = reference(ctx)
+        grid = [float(r) for r in ctx.config["synthetic"]["radii"]]
+        top = max(grid)
+        value, lo, hi = REFINED
+        if value in sel and sel[value].notna().all():
+            cens = bool((sel[hi] == math.inf).any())
+            v, b = (
+                sel[value],
+                list(zip(sel[lo], sel[hi].where(sel[hi] < math.inf, sel[lo]), strict=True)),
+            )
+            tol = (ctx.config["synthetic"].get("refine") or {}).get("tolerance")
+            how = "per-point bisection" + (f" to {float(tol):g}" if tol is not None else "")
+            resolution = f"{how}: the 50 % point's bracket"
+        else:
+            cens = bool(sel[RADIUS].isna().any())
+            v = sel[RADIUS].fillna(top)
+            b = [grid_bracket(grid, float(r)) for r in v]
+            b = [(a, c if c < math.inf else a) for a, c in b]  # censored: its own flag
+            widths = sorted({round(c - a, 12) for a, c in b})
+            resolution = "the radius grid's cell, " + ", ".join(f"{w:g}" for w in widths) + " wide"
         return Measurement(
-            tuple(r / reference(ctx)),
-            lower_bound=bool(sel[RADIUS].isna().any()),
-            points=ctx.config["synthetic"].get("attack_points"),
+            tuple(v / ref),
+            lower_bound=cens,
+            points=measured_points(sel),
+            brackets=tuple((float(a) / ref, float(c) / ref) for a, c in b),
+            resolution=resolution,
         )
 
     return compute
 
 
 def column(p: float, col: str):
+    """Per seed: ``col`` of the p nets; with its read-off bracket where the summary has one
+    (``<col>.lo`` / ``<col>.hi``: an accuracy interpolated between two grid radii)."""
+
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         if col not in src["summary"]:  # an optional column (SOURCES): a summary from before it
             raise NotRun(f"the summary has no {col!r} (written before the claim read it)")
-        v = _runs(src["summary"], ctx, p)[col]
+        sel = _runs(src["summary"], ctx, p)
+        v = sel[col]
         if v.isna().any():
             raise ValueError(f"column {col!r} is NaN for a p={p:g} run")
+        lo, hi = f"{col}.lo", f"{col}.hi"
+        if lo in sel and hi in sel and sel[[lo, hi]].notna().all().all():
+            return Measurement(
+                tuple(v),
+                brackets=tuple(zip(sel[lo].astype(float), sel[hi].astype(float), strict=True)),
+                resolution="interpolated between the two radius-grid points around it",
+                points=measured_points(sel),
+            )
         return Measurement(tuple(v))
 
     return compute

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ibrobust.analysis.readoff import interpolated_bracket
 from ibrobust.kinds import MODELS
 from ibrobust.studies.prelu.radii import PRELU_ROBUST_RADIUS, relu_nonrobust_radius
 
@@ -92,12 +93,22 @@ def interpolate(eps: np.ndarray, acc: np.ndarray, at: float) -> float:
     return float(np.interp(at, e, a))
 
 
+# the refined critical radius of a run (rule prelu_refine, refined.json): NaN where not refined
+REFINED = ("critical_radius_refined", "critical_radius_refined_lo", "critical_radius_refined_hi")
+
+
 def synthetic_summary(
-    attack: list[dict], analysis: list[dict], train: list[dict], labels: dict
+    attack: list[dict],
+    analysis: list[dict],
+    train: list[dict],
+    labels: dict,
+    refined: list[dict] = (),
 ) -> pd.DataFrame:
     """One row per run: alpha, p, clean and robust accuracy (critical radius = 50 % of the
     worst case; interpolated robust accuracy at 1/sqrt(K) and sqrt(2)/2), final train loss,
-    alignment fractions and ideal distances.
+    alignment fractions and ideal distances; for the runs in ``refined`` (their refined.json,
+    rule prelu_refine) the critical radius by per-point bisection and its bracket
+    (:data:`REFINED`, the bisection's tolerance wide; NaN for the others).
 
     ``attack`` / ``analysis`` / ``train``: per-run dicts (run keys + the attack summary.json,
     the run's row of the analysis table, the metrics.json); ``labels``: {"alphas": {dataset: alpha},
@@ -107,6 +118,7 @@ def synthetic_summary(
     key_of = lambda r: tuple(str(r[k]) for k in keys)  # noqa: E731
     ana = {key_of(r): r for r in analysis}
     tr = {key_of(r): r for r in train}
+    ref = {key_of(r): r for r in refined}
     k = int(labels["k"])
     refs = {"relu": relu_nonrobust_radius(k), "prelu": PRELU_ROBUST_RADIUS}
     rows = []
@@ -124,6 +136,8 @@ def synthetic_summary(
             "robust_acc@sqrt(2)/2": interpolate(eps, acc, refs["prelu"]),
             # 10 % inside the p > 2 theorem's radius (claim prelu.p<p>_robust_below)
             "robust_acc@0.9sqrt(2)/2": interpolate(eps, acc, 0.9 * refs["prelu"]),
+            # its read-off bracket: the accuracies at the two grid radii around it
+            **_bracket_columns("robust_acc@0.9sqrt(2)/2", eps, acc, 0.9 * refs["prelu"]),
             "n_points": r["n_points"],
         }
         a = ana.get(key_of(r), {})
@@ -131,11 +145,24 @@ def synthetic_summary(
             row[col] = a.get(col, float("nan"))
         for col in ("dist_F", "dist_Fp", "dist_F_test", "dist_Fp_test"):
             row[col] = a.get(col, float("nan"))
+        f = ref.get(key_of(r), {})
+        for col, key in zip(REFINED, ("critical_radius", "critical_radius_lo", "critical_radius_hi"),
+                            strict=True):  # fmt: skip
+            row[col] = float(f[key]) if key in f else float("nan")
         t = tr.get(key_of(r), {})
         row["train.acc"] = t.get("train.acc", float("nan"))
         row["test.binary_acc"] = t.get("test.binary_acc", float("nan"))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _bracket_columns(col: str, eps: np.ndarray, acc: np.ndarray, at: float) -> dict[str, float]:
+    """``<col>.lo`` / ``<col>.hi``: the read-off bracket of an accuracy interpolated at ``at``
+    (:func:`ibrobust.analysis.readoff.interpolated_bracket`; NaN off the grid)."""
+    if not float(np.min(eps)) <= at <= float(np.max(eps)):
+        return {f"{col}.lo": float("nan"), f"{col}.hi": float("nan")}
+    lo, hi = interpolated_bracket(eps, acc, at)
+    return {f"{col}.lo": lo, f"{col}.hi": hi}
 
 
 SUMMARY_COLUMNS = [

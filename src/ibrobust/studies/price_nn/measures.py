@@ -43,6 +43,7 @@ SOURCES: dict[str, Source] = {
             *(Column(f"{a}_{f}", lo=0, hi=1, nan_ok=True) for a in ALGS for f in FIELDS),
             *(Column(f"{a}_fitted", lo=0, hi=1) for a in ALGS),
             *(Column(f"{a}_epochs", lo=0, nan_ok=True) for a in ALGS),
+            *(Column(f"{a}_attack_points", lo=1, nan_ok=True, required=False) for a in ALGS),
         ),
         built_by="the study's target (snakemake price_nn; not in the default target)",
     ),
@@ -69,8 +70,13 @@ def _fitted(sel: pd.DataFrame) -> pd.DataFrame:
     return sel[(sel["gd_fitted"] > 0.5) & (sel["sd_fitted"] > 0.5)]
 
 
-def _points(ctx: StudyContext, half: str) -> int | None:
-    return (ctx.config.get(half) or {}).get("attack_points")
+def _points(sel: pd.DataFrame) -> int | None:
+    """The test points the strong attacks ran on, as measured (``<alg>_attack_points``, the
+    fewest over the rows and algorithms), not the config's attack_points; None for cells
+    written before the column."""
+    cols = [f"{a}_attack_points" for a in ALGS if f"{a}_attack_points" in sel]
+    counts = sel[cols].stack().dropna() if cols else pd.Series(dtype=float)
+    return int(counts.min()) if len(counts) else None
 
 
 def _diff(sel: pd.DataFrame, field: str, first: str) -> pd.Series:
@@ -82,7 +88,7 @@ def _diff(sel: pd.DataFrame, field: str, first: str) -> pd.Series:
 def _seeds(values: pd.Series, sel: pd.DataFrame, note: str, ctx, half) -> Measurement:
     labels = tuple(f"seed {int(s)}" for s in sel["seed"])
     return Measurement(
-        tuple(float(v) for v in values), labels=labels, note=note, points=_points(ctx, half)
+        tuple(float(v) for v in values), labels=labels, note=note, points=_points(sel)
     )
 
 
@@ -154,7 +160,8 @@ def cnn_robust_over_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> M
     df = _rows(src["cells"], "cnn")
     n0 = int(df["n"].min())
     vals, labels, fitted = _robust_minus_erm(df[df["n"] == n0], "gd", f" with n = {n0}")
-    return Measurement(vals, labels=labels, note=f"n = {n0}; {fitted}", points=_points(ctx, "cnn"))
+    points = _points(df[df["n"] == n0])
+    return Measurement(vals, labels=labels, note=f"n = {n0}; {fitted}", points=points)
 
 
 def cnn_instability(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
@@ -195,9 +202,10 @@ def fc_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
 
 
 def fc_robust_over_erm(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-    vals, labels, fitted = _robust_minus_erm(_rows(src["cells"], "fc"), "sd", "")
+    df = _rows(src["cells"], "fc")
+    vals, labels, fitted = _robust_minus_erm(df, "sd", "")
     note = _fc_note(ctx, fitted)
-    return Measurement(vals, labels=labels, note=note, points=_points(ctx, "fc"))
+    return Measurement(vals, labels=labels, note=note, points=_points(df))
 
 
 def _robust_minus_erm(df: pd.DataFrame, ahead: str, where: str) -> tuple[tuple, tuple, str]:

@@ -105,6 +105,7 @@ def final_row(run: Mapping, history: pd.DataFrame, metrics: Mapping, attack: Map
         "robust_test_acc_best": best,
         "best_epoch": best_epoch,
         "robust_test_acc_worst": float(strong[eps]),
+        "attack_points": int(attack["n_points"]),
         **{f"robust_test_acc_{a}": float(v[eps]) for a, v in attack["robust_acc"].items()},
     }
 

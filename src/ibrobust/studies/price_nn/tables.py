@@ -35,6 +35,7 @@ CELL_COLUMNS = {
     "robust_train_err": "robust_train_err",
     "reached_stop_loss": "reached_stop_loss",
     "epochs_to_threshold": "epochs_to_threshold",  # NaN: the threshold was not reached
+    "attack_points": "attack_points",  # the test points the strong attacks ran on (measured)
     "final_loss": "final_loss",
 }
 
