@@ -198,7 +198,6 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
     quote's insertions marked."""
     import jinja2
 
-    from ibrobust.ledger.quotes import quote_html
     from ibrobust.plotting.colors import VERDICT_COLORS
 
     env = jinja2.Environment(
@@ -207,40 +206,7 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
         keep_trailing_newline=True,
     )
     studies = list(dict.fromkeys(df["study"]))
-    rows = []
-    for _, r in df.iterrows():
-        judged = r["verdict"] in JUDGED
-        mean = r["ours_mean"]
-        rows.append(
-            dict(
-                study=r["study"],
-                study_html=_breakable(r["study"]),
-                study_order=studies.index(r["study"]),
-                id=r["id"],
-                id_html=_breakable(r["id"]),
-                setting=r["setting"],
-                claim=r["claim"],
-                source=r["source"],
-                # HTML already (escaped, formulas as MathML): the template marks it |safe
-                quote_html=quote_html(*shown_quote(r)) if r["quote"] else "",
-                restored=shown_quote(r)[1],
-                scope=r["scope"],
-                paper=r["paper"],
-                ours=ours_cell(r),
-                mean_sort="" if not judged or pd.isna(mean) else f"{float(mean):.12g}",
-                verdict=r["verdict"],
-                verdict_order=VERDICTS.index(r["verdict"]),
-                color=VERDICT_COLORS[r["verdict"]],
-                light=r["verdict"] in LIGHT,
-                fragile=is_fragile(r),
-                reason=r["reason"],
-                fragile_reason=r.get("fragile_reason", "") if is_fragile(r) else "",
-                revised=r.get("revised", ""),
-                rule=r["rule"],
-                derivation=r["derivation"],
-                measure=r["measure"],
-            )
-        )
+    rows = [_html_row(r, studies) for _, r in df.iterrows()]
     counts = df["verdict"].value_counts()
     verdicts = [
         dict(name=v, count=int(counts.get(v, 0)), color=VERDICT_COLORS[v], light=v in LIGHT)
@@ -256,6 +222,43 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
         widths=WIDTHS,
         rows=rows,
         restored_note=RESTORED_NOTE.format(mark="in colour") if _has_restored(df) else "",
+    )
+
+
+def _html_row(r: pd.Series, studies: list[str]) -> dict:
+    """One ledger row's cells for the HTML template (quote already HTML)."""
+    from ibrobust.ledger.quotes import quote_html
+    from ibrobust.plotting.colors import VERDICT_COLORS
+
+    judged = r["verdict"] in JUDGED
+    mean = r["ours_mean"]
+    return dict(
+        study=r["study"],
+        study_html=_breakable(r["study"]),
+        study_order=studies.index(r["study"]),
+        id=r["id"],
+        id_html=_breakable(r["id"]),
+        setting=r["setting"],
+        claim=r["claim"],
+        source=r["source"],
+        # HTML already (escaped, formulas as MathML): the template marks it |safe
+        quote_html=quote_html(*shown_quote(r)) if r["quote"] else "",
+        restored=shown_quote(r)[1],
+        scope=r["scope"],
+        paper=r["paper"],
+        ours=ours_cell(r),
+        mean_sort="" if not judged or pd.isna(mean) else f"{float(mean):.12g}",
+        verdict=r["verdict"],
+        verdict_order=VERDICTS.index(r["verdict"]),
+        color=VERDICT_COLORS[r["verdict"]],
+        light=r["verdict"] in LIGHT,
+        fragile=is_fragile(r),
+        reason=r["reason"],
+        fragile_reason=r.get("fragile_reason", "") if is_fragile(r) else "",
+        revised=r.get("revised", ""),
+        rule=r["rule"],
+        derivation=r["derivation"],
+        measure=r["measure"],
     )
 
 
