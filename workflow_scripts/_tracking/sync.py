@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import threading
@@ -83,6 +84,25 @@ def absolute_uri(uri: str) -> str:
     return uri
 
 
+def new_sqlite_store(path: Path) -> None:
+    """A missing SQLite store is made whole beside it and linked into place: a process
+    killed while MLflow creates its tables leaves no half-made store (one it could not open
+    again), and of two invocations making it at once, one store is kept."""
+    if path.exists():
+        return
+    from mlflow.tracking import MlflowClient
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
+    try:
+        MlflowClient(tracking_uri=f"sqlite:///{tmp}").search_experiments()
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def read_record(path: Path) -> list[dict]:
     """A record's whole lines, parsed (a line its writer is still writing is left out)."""
     with path.open(encoding="utf-8") as fh:
@@ -106,9 +126,11 @@ class Store:
     def __init__(self, target: Target):
         from mlflow.tracking import MlflowClient
 
+        # its store errors are reported in one line each (Report.error); not its tracebacks
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
         self.target = target
-        if target.uri.startswith("sqlite:///"):  # its folder, created only now it is used
-            Path(target.uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+        if target.uri.startswith("sqlite:///"):
+            new_sqlite_store(Path(target.uri[len("sqlite:///") :]))
         self.client = MlflowClient(tracking_uri=target.uri)
         self.experiment_id = self._experiment()
         self.runs: dict[str, object] = {}  # record id -> run (info, data), as last seen
