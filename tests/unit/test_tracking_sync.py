@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workflow_scripts"))
 
 from _tracking import sync as S  # noqa: E402
-from _tracking.record import RunRecord, run_key  # noqa: E402
+from _tracking.record import RunRecord, process_start, run_key  # noqa: E402
 
 pytest.importorskip("mlflow")
 
@@ -265,3 +265,36 @@ def test_the_sync_command_syncs_what_the_store_lacks(work):
     again = subprocess.run([sys.executable, str(script), "--tracking-uri", uri],
                            capture_output=True, text=True, cwd=work)  # fmt: skip
     assert again.stdout == out.stdout and len(runs(target(work))) == 2
+
+
+def test_two_invocations_at_once_keep_their_runs_apart(work):
+    """Two invocations write records into one results/logs (disjoint jobs) and sync into one
+    store: each sync makes its own invocation's runs only, each job under its own parent."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        mine = parent_record(work)
+        theirs = RunRecord(work / "results/logs/workflow/q.mlflow.jsonl", "workflow other", {}, {})
+        start = json.loads(theirs.path.read_text())  # as written by that other process
+        start.update(pid=other.pid, pstart=process_start(other.pid))
+        theirs.path.write_text(json.dumps(start) + "\n")
+        job_record(work, mine.id, "train seed0 @fa", key="a").end("FINISHED")
+        job_record(work, theirs.id, "train seed1 @fa", key="b").end("FINISHED")
+        t = target(work)
+        assert S.sync(t, S.record_files(), own=mine.id).error is None
+        got = runs(t)
+        assert sorted(got) == ["train seed0 @fa", "workflow fa (all) t"]
+        assert got["train seed0 @fa"].data.tags["mlflow.parentRunId"] == (
+            got["workflow fa (all) t"].info.run_id
+        )
+        assert S.sync(t, S.record_files(), own=theirs.id).error is None
+        store = S.Store(t)
+        seed1 = store.client.search_runs(
+            [store.experiment_id], "attributes.run_name = 'train seed1 @fa'"
+        )
+        (their_parent,) = store.client.search_runs(
+            [store.experiment_id], f"tags.`{S.RECORD_ID_TAG}` = '{theirs.id}'"
+        )
+        assert [r.data.tags["mlflow.parentRunId"] for r in seed1] == [their_parent.info.run_id]
+    finally:
+        other.kill()
+        other.wait()

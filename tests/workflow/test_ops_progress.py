@@ -34,17 +34,19 @@ def test_no_log_of_the_tiny_run_has_carriage_returns(tiny_run):
 
 
 def _fake_job(tmp_path, monkeypatch, tracked: bool = False):
+    log = tmp_path / "results/logs/train/job.log"  # where the sync looks for run records
+    log.parent.mkdir(parents=True, exist_ok=True)
     if not tracked:
         monkeypatch.delenv(_tracking.ENV_PARENT, raising=False)
     smk = SimpleNamespace(
         rule="train",
         wildcards={"study": "fa", "dataset": "d", "seed": "3"},
         threads=1,
-        log=[str(tmp_path / "job.log")],
+        log=[str(log)],
         output=[str(tmp_path / "model.pt")],
         params=SimpleNamespace(items=lambda: [("code", "x")], get=lambda k, d=None: "x"),
     )
-    return _job.Job(smk), tmp_path / "job.log"
+    return _job.Job(smk), log
 
 
 def test_progress_writes_one_line_per_interval(tmp_path, monkeypatch):

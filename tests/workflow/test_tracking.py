@@ -224,3 +224,38 @@ def test_a_tracking_server_down_for_the_whole_run_costs_no_result(tmp_path):
     runs = client.search_runs([client.get_experiment_by_name("ibrobust").experiment_id])
     assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]
     record(f"tracking server down for the run: job complete; {line.split(';')[0]}; synced after")
+
+
+def test_two_invocations_at_once_do_not_mix_their_runs(tmp_path):
+    """Two snakemake processes in one directory at once (disjoint targets), one store: each
+    parent run holds its own job's run only."""
+    from mlflow.tracking import MlflowClient
+    from smk_helpers import snakemake_args
+
+    work = tmp_path / "work"
+    work.mkdir()
+    targets = [DATA, DATA.replace("seed0", "seed1")]
+    procs = [
+        subprocess.Popen(
+            snakemake_args(work, "--cores", "1", t),
+            cwd=work,
+            env=base_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        for t in targets
+    ]
+    outputs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    client = MlflowClient(tracking_uri=f"sqlite:///{work / 'results/mlflow/mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("ibrobust").experiment_id])
+    parents = {r.info.run_id: r for r in runs if r.data.tags["ibrobust.kind"] == "workflow"}
+    jobs = [r for r in runs if r.data.tags["ibrobust.kind"] == "job"]
+    assert len(parents) == 2 and len(jobs) == 2
+    for job in jobs:  # each job's parent is the invocation that asked for its file
+        parent = parents[job.data.tags["mlflow.parentRunId"]]
+        seed = job.data.tags["wildcard.seed"]
+        assert parent.data.params["targets"] == DATA.replace("seed0", f"seed{seed}")
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    record("two invocations at once in one directory: 2 parents, each with its own job run")
