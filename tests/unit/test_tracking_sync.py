@@ -51,6 +51,14 @@ def job_record(work: Path, parent: str | None, name: str = "train seed0 @fa", ke
                      tags, params, parent)  # fmt: skip
 
 
+def exited(record: RunRecord) -> None:
+    """The record as its writer left it when it exited (a process that is gone)."""
+    lines = record.path.read_text().splitlines()
+    start = json.loads(lines[0])
+    start["pid"] = dead_pid()
+    record.path.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
+
+
 def runs(t: S.Target) -> dict:
     store = S.Store(t)
     found = store.client.search_runs([store.experiment_id])
@@ -79,6 +87,7 @@ def test_a_job_and_its_parent_become_runs_with_everything_recorded(work):
     job.tags({"late": "tag"})
     job.end("FINISHED")
     parent.end("FINISHED")
+    exited(parent)
     t = target(work)
     report = S.sync(t, S.record_files())
     assert report.error is None and len(report.complete) == 2 and report.summary() is None
@@ -136,6 +145,7 @@ def test_a_sync_cut_off_between_batches_resumes_without_duplicates(work, monkeyp
         job.flush()
     job.end("FINISHED")
     parent.end("FINISHED")
+    exited(parent)
     t = target(work)
     monkeypatch.setattr(S, "MAX_BATCH", 1)  # one metric line per store batch
     real, calls = S.Store.sync_file, []
@@ -201,7 +211,9 @@ def test_a_running_invocations_records_are_left_to_it(work):
     report = S.sync(t, S.record_files())  # `ibrobust sync` while it runs: own=None
     assert report.complete == [] and report.pending == []
     assert S.Store(t).find(parent.id) is None
-    parent.end("FINISHED")
+    parent.end("FINISHED")  # its last sync may still run: still left to it
+    assert S.sync(t, S.record_files()).complete == []
+    exited(parent)
     assert len(S.sync(t, S.record_files()).complete) == 2
 
 
@@ -223,6 +235,7 @@ def test_one_run_per_run_key_the_newest_finished(work):
 def test_a_store_that_cannot_be_written_is_reported_not_raised(work):
     parent = parent_record(work)
     parent.end("FINISHED")
+    exited(parent)
     t = S.Target("sqlite:////proc/no/such/dir/mlflow.db")
     report = S.sync(t, S.record_files())
     assert report.error and report.pending == [parent.path.relative_to(work)]
@@ -256,6 +269,7 @@ def test_the_sync_command_syncs_what_the_store_lacks(work):
     parent = parent_record(work)
     job_record(work, parent.id).end("FINISHED")
     parent.end("FINISHED")
+    exited(parent)
     uri = target(work).uri
     script = Path(S.__file__)
     out = subprocess.run([sys.executable, str(script), "--tracking-uri", uri],

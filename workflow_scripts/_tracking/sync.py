@@ -322,31 +322,38 @@ def sync(store_or_target, files: list[Path], own: str | None = None, final: bool
          seen: dict | None = None) -> Report:  # fmt: skip
     """Sync ``files``; ``own``: this invocation's parent record id (its records are synced
     while they grow, and at ``final`` the ones without end are KILLED); records of another
-    invocation whose process still runs are left to it. ``seen``: path -> (size, mtime) of
-    records already complete (skipped while unchanged). Stops at the first store error."""
+    invocation whose process still runs are left to it. ``seen``: path -> (size, mtime,
+    complete) as last synced (skipped while unchanged; a live one again at ``final``).
+    Stops at the first store error."""
     report, seen = Report(), {} if seen is None else seen
     live: dict[str, bool] = {own: not final} if own else {}  # invocation -> still running
     store, over = store_or_target, []  # over: invocations that ended, synced in this pass
     for path in files:
         try:
             stat = path.stat()
-            if seen.get(path) == (stat.st_size, stat.st_mtime_ns):
+            key = (stat.st_size, stat.st_mtime_ns)
+            if seen.get(path) == (*key, True):
                 report.complete.append(path)
+                continue
+            if seen.get(path) == (*key, False) and not final:
+                report.pending.append(path)  # a live record that has not grown
                 continue
             lines = read_record(path)
             if not lines:
                 continue
             start, ended = lines[0], lines[-1]["op"] == "end"
             inv = start["parent"] or start["id"]
-            if inv not in live:  # a parent's record comes before its jobs' records
-                live[inv] = start["parent"] is None and not ended and writer_alive(start)
+            if inv not in live:  # a parent's record comes before its jobs' records; an
+                # invocation whose snakemake still runs (its last sync, too) syncs its own
+                live[inv] = start["parent"] is None and writer_alive(start)
             if inv != own and live[inv]:
                 continue  # a running invocation's: its own Snakemake syncs it
             abandoned = not ended and not (live[inv] and writer_alive(start))
             if not isinstance(store, Store):
                 store = Store(store)
-            if store.sync_file(lines, abandoned):
-                seen[path] = (stat.st_size, stat.st_mtime_ns)
+            complete = store.sync_file(lines, abandoned)
+            seen[path] = (*key, complete)
+            if complete:
                 report.complete.append(path)
                 if start["parent"] is None and not live[inv]:
                     over.append(inv)
@@ -415,7 +422,7 @@ class Syncer:
         worker.start()
         worker.join(timeout)
         if not result:
-            pending = [p for p in record_files(self.root) if p not in self.seen]
+            pending = [p for p in record_files(self.root) if not self.seen.get(p, (0, 0, 0))[2]]
             return Report(pending=pending, error=f"no answer within {timeout:g} s")
         return result[0]
 
