@@ -15,16 +15,11 @@ from _libpath import use_checkout_library  # noqa: E402
 # this checkout's src/ first for the Snakefile and, through PYTHONPATH, for every job
 use_checkout_library(workflow.basedir)
 
-import _tracking  # noqa: E402  (workflow_scripts/_tracking/: the only MLflow code)
+import _tracking  # noqa: E402  (workflow_scripts/_tracking/: run records -> MLflow runs)
 import _preflight  # noqa: E402  (workflow_scripts/_preflight.py: image data checked in onstart)
-import _lifecycle  # noqa: E402  (workflow_scripts/_lifecycle.py: invocation pid/host, stale locks)
+import _lifecycle  # noqa: E402  (workflow_scripts/_lifecycle.py: jobs end when snakemake is gone)
 import _scheduler  # noqa: E402  (workflow_scripts/_scheduler.py: Snakemake's timer chains, onstart)
 import _signals  # noqa: E402  (workflow_scripts/_signals.py: SIGINT/SIGTERM stop the jobs)
-
-# a dead invocation's Snakemake locks go before Snakemake checks them (after parsing, before
-# onstart): only for a command that runs jobs, not a dry run, --lint or a report
-if workflow.is_main_process and _lifecycle.command_runs_jobs():
-    _lifecycle.clear_stale_locks()
 from ibrobust import kinds, studies  # noqa: E402
 from ibrobust.studies import plan  # noqa: E402
 from ibrobust.attacks.policy import attack_applies, grid_attacks, radius_grids  # noqa: E402
@@ -334,7 +329,7 @@ def plot_params(wildcards):
     return STUDIES[wildcards.study]["plots"]
 
 
-# ---- MLflow: one parent run per invocation, created before any job starts -------------------
+# ---- MLflow: one parent run per invocation; jobs write run records, this process syncs them -----
 TRACKING = _tracking.WorkflowTracking(config, CONFIG_HASH, workflow.basedir)
 # files a rules file also puts on the parent run when this invocation wrote them
 # (path -> artifact folder; e.g. the claims ledger, rules/claims.smk)
@@ -350,27 +345,16 @@ onstart:
     # one pending scheduler re-evaluation, not one per finished job (a Snakemake 9 defect)
     _scheduler.coalesce_reevaluations(getattr(workflow, "scheduler", None))
     _preflight.check_data(workflow, DATASETS, config["data_root"])  # before the parent run
-    _lifecycle.record(workflow)  # pid, host and locks of this invocation
+    _lifecycle.export()  # jobs end themselves when this process is gone
     _signals.stop_jobs_on_signal(workflow)  # kill -INT/-TERM of snakemake alone stops the jobs
-    try:
-        TRACKING.start(_tracking.Invocation.of(workflow, STUDIES))  # names the parent run
-    except _tracking.TrackingUnreachable as err:  # one line, before any job
-        sys.exit(f"ibrobust: {err}")
-    except Exception as err:  # any other store error: no traceback, no credential in the log
-        sys.exit(f"ibrobust: MLflow tracking could not start: {_tracking.mask_secrets(str(err))}")
+    TRACKING.start(_tracking.Invocation.of(workflow, STUDIES))  # the parent record, the sync thread
 
 
 onsuccess:
-    try:
-        TRACKING.log_parent_artifacts(PARENT_ARTIFACTS, INVOCATION_START)
-        TRACKING.end("FINISHED")
-    finally:
-        _lifecycle.forget()
+    TRACKING.log_parent_artifacts(PARENT_ARTIFACTS, INVOCATION_START)
+    TRACKING.end("FINISHED")
 
 
 onerror:
-    try:
-        TRACKING.end("KILLED" if _signals.stopped_by_signal() else "FAILED")
-    finally:
-        _lifecycle.forget()
-        _signals.exit_without_teardown()  # a stopped run ends once Snakemake is done
+    TRACKING.end("KILLED" if _signals.stopped_by_signal() else "FAILED")
+    _signals.exit_without_teardown()  # a stopped run ends once Snakemake is done

@@ -1,4 +1,4 @@
-"""The adapter every workflow script uses: snakemake object in, logging + MLflow out.
+"""The adapter every workflow script uses: snakemake object in, a log and a run record out.
 
 with Job(snakemake) as job:
     job.log.info("...")                 # one readable line per event in the rule's log
@@ -8,6 +8,10 @@ with Job(snakemake) as job:
     Progress(job.progress_report)       # ... a library loop's (ibrobust.progress)
     job.artifact(path, "figures")
     job.model(snakemake.output.model)   # tag ibrobust.model_path + artifact model/ (cap)
+
+What the job tracks goes to its run record, ``<log>.mlflow.jsonl`` beside its log
+(``_tracking.record``); the Snakemake process makes the MLflow run of it (``_tracking.sync``),
+so a job never imports MLflow nor waits for the store.
 
 At its end every run gets the metrics ``job.cpu_s`` (user + system CPU seconds of the job
 and its finished child processes) and ``job.peak_rss_mb`` (the job process's peak resident
@@ -35,9 +39,8 @@ from typing import Any
 import _lifecycle
 import _signals
 from _lifecycle import flush_std_streams
-from _tracking import JobRun, mask_secrets, run_key
-from _tracking.protocol import model_max_mb
-from _tracking.records import dataset_record, model_record
+from _tracking import ENV_PARENT, RunRecord, mask_secrets, run_key
+from _tracking.record import project_path, record_path
 
 from ibrobust import io
 from ibrobust.provenance import flatten
@@ -90,12 +93,12 @@ class Job:
         slurm = slurm_job()
         tags.update({f"slurm.{k}": v for k, v in slurm.items()})
         t0 = time.perf_counter()
-        self.run = JobRun(
-            name,
-            tags,
-            flatten(params),
-            log_file=self.smk.log[0] if self.smk.log else None,
-            run_key=run_key(list(self.smk.output), tags["ibrobust.code_hash"]),
+        tags["ibrobust.run_key"] = run_key(list(self.smk.output), tags["ibrobust.code_hash"])
+        parent = os.environ.get(ENV_PARENT)
+        self.run = (
+            RunRecord(record_path(self.smk.log[0]), name, tags, flatten(params), parent)
+            if parent and self.smk.log
+            else None
         )
         self._tracking += time.perf_counter() - t0
         where = " ".join(f"slurm_{k}={v}" for k, v in slurm.items())
@@ -103,13 +106,15 @@ class Job:
             "start %s threads=%d mlflow=%s host=%s%s",
             name,
             self.threads,
-            self.run.via,
+            "record" if self.run else "off",
             socket.gethostname(),
             f" {where}" if where else "",
         )
         return self
 
     def metrics(self, values: dict[str, float], step: int = 0) -> None:
+        if self.run is None:
+            return
         t0 = time.perf_counter()
         self.run.metrics(values, step)
         self._tracking += time.perf_counter() - t0
@@ -129,8 +134,9 @@ class Job:
         for the first step, then whenever ``every`` seconds have passed, and for the last
         step (``step >= total``) - one readable line each, never a carriage-return bar;
         ``note`` (what runs now) follows the percentage.
-        ``values`` go to MLflow at ``step`` every call (buffered; the run flushes at least
-        every few seconds while metrics arrive, so curves grow in the UI during training).
+        ``values`` go to the run record at ``step`` every call (buffered, written at least
+        every 2 s while metrics arrive; the Snakemake process syncs the growing record, so
+        curves grow in the UI during training).
         Returns whether a line was written.
         """
         if log_metrics and values:
@@ -167,69 +173,52 @@ class Job:
         self.progress(done, total, every=0.0, log_metrics=False, note=what)
 
     def artifact(self, path, folder: str | None = None) -> None:
-        t0 = time.perf_counter()
-        self.run.artifact(path, folder)
-        self._tracking += time.perf_counter() - t0
+        if self.run is not None:
+            self.run.artifact(path, folder)
 
     def model(self, path) -> None:
-        """Record the model file the job wrote: tags ``ibrobust.model_path`` (its path in
-        the project) and ``ibrobust.model_artifact``, and the file as an artifact under
-        ``model/`` when it is at most ``mlflow.model_artifact_max_mb`` MB (else the tag says
-        it was skipped, and why); one log line either way."""
-        t0 = time.perf_counter()
-        rec = model_record(path, model_max_mb())
-        self.run.tags(rec.tags)
-        if rec.artifact:
-            self.run.artifact(path, "model")
-        self._tracking += time.perf_counter() - t0
-        self.log.info("model %s (%.2f MB): %s", rec.tags["ibrobust.model_path"], rec.size_mb,
-                      rec.tags["ibrobust.model_artifact"])  # fmt: skip
+        """Record the model file the job wrote: its run gets the tags ``ibrobust.model_path``
+        and ``ibrobust.model_artifact``, and the file under ``model/`` when it is at most
+        ``mlflow.model_artifact_max_mb`` MB (decided when the run is synced)."""
+        if self.run is not None:
+            self.run.model(path)
+        size = Path(path).stat().st_size / 2**20
+        self.log.info("model %s (%.2f MB)", project_path(path), size)
 
     def dataset(self, path, context: str) -> None:
         """Record a dataset file the job read as an MLflow dataset input (name, digest,
         source; ``context``: ``training`` or ``evaluation``); a file already recorded by
         this job is not recorded again (jobs over many runs share datasets)."""
         key = (str(Path(path).resolve()), context)
-        if key in self._datasets:
+        if key in self._datasets or self.run is None:
             return
         self._datasets.add(key)
         t0 = time.perf_counter()
-        rec = dataset_record(path)
-        self.run.input(rec.name, rec.digest, rec.source, context)
+        self.run.input(path, context)
         self._tracking += time.perf_counter() - t0
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        """End the run, then say how the job went. The script has written its outputs in
-        the block; on a clean exit SIGINT no longer interrupts the job, which sends its run's
-        end and waits for the writer's receipt (the collector answers once the run is on
-        disk, before it writes to the store: milliseconds), then logs ``done in`` and exits.
-        Tracking never fails a job nor costs its outputs: a run no writer took within the
-        timeout, or within :data:`_signals.RECEIPT_WAIT` s of a stop's SIGINT, is spooled (and
-        the log says so with a warning)."""
+        """End the run record, then say how the job went. The script has written its outputs
+        in the block; on a clean exit SIGINT no longer interrupts the job. Ending the record
+        is one append to a local file: tracking never fails a job nor costs its outputs."""
         elapsed = time.monotonic() - self._t0
         cpu, peak = cpu_seconds(), peak_rss_mb()  # also for a failed job: what it cost
         if exc is not None:
             self.log.error("failed after %.2f s: %s: %s", elapsed, exc_type.__name__, exc)
         else:  # every output is written: a late SIGINT must not fail the job now
             _signals.ignore_interrupts()
-            self.run.metrics({"job.seconds": elapsed})
-        self.run.metrics({"job.cpu_s": cpu, "job.peak_rss_mb": peak})
         try:
-            t0 = time.perf_counter()
-            status = "FINISHED" if exc is None else "FAILED"
-            spooled = self.run.end(status, give_up=_signals.stop_waiting)
-            self._tracking += time.perf_counter() - t0
-            if spooled is not None:
-                self.log.warning(
-                    "MLflow run not logged (%s); spooled to %s - replay it with "
-                    "ibrobust replay (or python workflow_scripts/_tracking/replay.py)",
-                    self.run.problem,
-                    spooled,
-                )
+            if self.run is not None:
+                extra = {"job.seconds": elapsed} if exc is None else {}
+                self.run.metrics({**extra, "job.cpu_s": cpu, "job.peak_rss_mb": peak})
+                status = "FINISHED" if exc is None else "FAILED"
+                self.run.end(status)
+                if self.run.problem:
+                    self.log.warning("run record incomplete (%s): its MLflow run lacks the rest",
+                                     self.run.problem)  # fmt: skip
             self.log.info("%s", self.phases())
             if exc is None:
                 done = "done in %.2f s (cpu %.2f s, peak %.0f MB)"
-                done += " (MLflow run spooled)" if spooled else ""
                 self.log.info(done, time.monotonic() - self._t0, cpu, peak)
                 atexit.register(end_process_now)  # runs first: registered last
         finally:
@@ -242,7 +231,7 @@ class Job:
         """``phases wall=.. cpu=.. startup=.. startup_cpu=.. data=.. compute=.. tracking=..
         write=.. max_rss_mb=..`` (seconds): the process's wall and CPU so far, of which
         interpreter start + imports (up to Job()),
-        input reads and output writes through ibrobust.io, MLflow streaming, and the rest
+        input reads and output writes through ibrobust.io, the run record, and the rest
         (compute); then its peak memory in MB. benchmarks/profile_workflow.py parses this
         line."""
         startup, startup_cpu = self._startup
@@ -268,7 +257,7 @@ def end_process_now() -> None:
     and end the process with status 0 without the interpreter's teardown. After
     ``import torch`` that teardown costs about 0.4 s per job (measured: ``python -c "import
     torch"`` 1.63 s, with ``os._exit(0)`` after the import 1.20 s); every output is written
-    before the block ends and the MLflow run handed over (or spooled) as it ends, so
+    before the block ends and the run record ends with it, so
     nothing is left to finalise. An exception raised after the block has set
     ``sys.last_value`` by then: the process takes the normal exit, with its non-zero status.
     (A script calling ``sys.exit`` after its block would lose its status here; no workflow

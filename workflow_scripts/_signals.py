@@ -1,7 +1,7 @@
 """Stopping a run: SIGINT or SIGTERM to the snakemake process alone stops its jobs.
 
 A terminal's Ctrl-C signals the whole foreground process group: every local job gets
-SIGINT and dies at once (``_job.Job`` hands its MLflow run, FAILED, to the collector, then
+SIGINT and dies at once (``_job.Job`` ends its run record FAILED, then
 ``_lifecycle.end_interrupted_job``), and Snakemake, interrupted too, exits. A signal sent
 to the snakemake pid alone (``kill -INT PID``, a process supervisor, a batch system)
 reaches no job: Snakemake 9 then waits for the running jobs to finish, on SIGINT
@@ -25,10 +25,8 @@ wherever it is, possibly holding the scheduler's (non-reentrant) lock. In a job,
 Ctrl-C twice) harmless while the first one's run is being closed, and
 :func:`ignore_interrupts` keeps a job whose outputs are written from failing.
 
-The grace covers the job, not its tracking: a job hands its run to the workflow's
-collector, which answers once it has journaled the run and writes it to the store after the
-job has exited (``_tracking.collector``); a job that has no receipt :data:`RECEIPT_WAIT` s
-after the stop's SIGINT spools the run itself (:func:`stop_waiting`) and exits.
+The grace covers the job alone: tracking runs in the snakemake process, and a job ends its
+run record with one append to a local file.
 
 Under a remote executor (``--profile profiles/slurm``) nothing is installed: Snakemake's
 own handling (SIGINT cancels the SLURM jobs with ``scancel``) stays as it is.
@@ -48,7 +46,6 @@ from typing import Any
 from _lifecycle import ENV_INVOCATION, flush_std_streams
 
 KILL_GRACE = 5.0  # s from a job's SIGINT to SIGKILL of what is left of it
-RECEIPT_WAIT = 1.0  # s a job told to stop still waits for its run's receipt, then spools it
 POLL = 0.2  # s between looks at the jobs while they end (a scan of /proc each)
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -73,8 +70,7 @@ def _processes() -> dict[int, tuple[int, int]]:
 def job_processes(root: int | None = None) -> list[int]:
     """The processes of the local jobs of the snakemake process ``root`` (default: this
     one): its children and all their descendants, except children that lead a session of
-    their own - the run's MLflow tracking server (``_tracking.server`` starts it so), which must
-    stay up until the jobs' runs are closed and ``onerror`` stops it."""
+    their own (a server a rule started on purpose)."""
     root = os.getpid() if root is None else root
     procs = _processes()
     children: dict[int, list[int]] = {}
@@ -233,15 +229,8 @@ def interrupt_once() -> None:
 
 def ignore_interrupts() -> None:
     """In a job whose block ended cleanly (every output written): SIGINT no longer
-    interrupts (it is only noted, for :func:`stop_waiting`), so a stop that comes now lets
+    interrupts (it is only noted), so a stop that comes now lets
     the job end with status 0 and Snakemake marks its outputs complete, rather than failing
     the job and removing them."""
     if _in_job():
         signal.signal(signal.SIGINT, _note_interrupt)
-
-
-def stop_waiting() -> bool:
-    """In a job closing its run: whether a SIGINT came :data:`RECEIPT_WAIT` s ago or more.
-    The job then waits no longer for its writer's receipt and spools the run itself, so
-    tracking never holds it into the SIGKILL :data:`KILL_GRACE` s after that SIGINT."""
-    return bool(_INTERRUPTED) and time.monotonic() - _INTERRUPTED[0] >= RECEIPT_WAIT

@@ -6,11 +6,11 @@
     ibrobust claims prereg [--check] [--repo .]
     ibrobust config docs [--check]
     ibrobust config check FILE...
-    ibrobust replay [SPOOL_DIR] [--tracking-uri URI] [--serve STORE_URI] ...
+    ibrobust sync [--tracking-uri URI] [--experiment NAME] ...
 
 A thin adapter: each command is one small function that imports the library code it calls
-(so a module that moves changes one line) and returns the exit status. ``replay`` imports
-MLflow, which the library never does: it runs ``workflow_scripts/_tracking/replay.py`` of
+(so a module that moves changes one line) and returns the exit status. ``sync`` imports
+MLflow, which the library never does: it runs ``workflow_scripts/_tracking/sync.py`` of
 the checkout this package was installed from. Also ``python -m ibrobust.cli``.
 """
 
@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-REPLAY = Path("workflow_scripts") / "_tracking" / "replay.py"  # in the package's checkout
+SYNC = Path("workflow_scripts") / "_tracking" / "sync.py"  # in the package's checkout
 CONFIG_DOC = Path("docs") / "config.md"
 
 
@@ -112,18 +112,18 @@ def config_check(a: argparse.Namespace) -> int:
     return check_overlays([str(f) for f in a.files])
 
 
-def replay(argv: Sequence[str]) -> int:
-    """Run the checkout's replay script with this interpreter and ``argv``."""
+def sync(argv: Sequence[str]) -> int:
+    """Run the checkout's sync script (run records -> MLflow) with this interpreter."""
     import ibrobust
 
     package = Path(ibrobust.__file__).resolve().parent
-    script = package.parents[1] / REPLAY
+    script = package.parents[1] / SYNC
     if not script.is_file():
         print(
-            f"ibrobust replay: no {REPLAY} beside this ibrobust ({package}; looked for "
-            f"{script}): the replay imports MLflow, so it lives in the workflow checkout, and "
+            f"ibrobust sync: no {SYNC} beside this ibrobust ({package}; looked for "
+            f"{script}): the sync imports MLflow, so it lives in the workflow checkout, and "
             "this package was installed without one. Install it from a checkout "
-            "(pip install -e CHECKOUT) or run python workflow_scripts/_tracking/replay.py "
+            "(pip install -e CHECKOUT) or run python workflow_scripts/_tracking/sync.py "
             "in the checkout.",
             file=sys.stderr,
         )
@@ -159,9 +159,9 @@ def parser() -> argparse.ArgumentParser:
     c = _command(config, "check", config_check, "check overlay files strictly (YAML, keys)")
     c.add_argument("files", nargs="+", type=Path, metavar="FILE")
     sub.add_parser(
-        "replay",
+        "sync",
         add_help=False,
-        help="replay spooled MLflow runs into the store (`ibrobust replay --help`)",
+        help="sync the run records under results/logs to MLflow (`ibrobust sync --help`)",
     )
     return p
 
@@ -184,8 +184,8 @@ def _command(
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["replay"]:  # every later argument is the replay script's own
-        return replay(argv[1:])
+    if argv[:1] == ["sync"]:  # every later argument is the sync script's own
+        return sync(argv[1:])
     a = parser().parse_args(argv)
     try:
         return a.run(a)

@@ -1,6 +1,6 @@
 """The ``ibrobust`` command (ibrobust.cli, the ``[project.scripts]`` entry point) end to end:
 its help lists every command; ``claims diff`` in markdown and CSV; ``config docs`` and its
-``--check``; ``config check``; ``replay`` runs the checkout's script, and without a
+``--check``; ``config check``; ``sync`` runs the checkout's script, and without a
 checkout says so. Each through a fresh interpreter, as the entry point runs it."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def test_help_lists_every_command_with_its_help():
     out = ibrobust("--help")
     assert out.returncode == 0
     for name, words in [("claims", "compare ledgers"), ("config", "configuration reference"),
-                        ("replay", "replay spooled MLflow runs")]:  # fmt: skip
+                        ("sync", "sync the run records")]:  # fmt: skip
         assert any(ln.split()[:1] == [name] and words in ln for ln in out.stdout.splitlines())
     for group, commands in [
         ("claims", ("diff", "excerpt", "render")),
@@ -97,7 +97,7 @@ def test_config_check_names_the_file_and_line(tmp_path):
     assert "bad.yaml, line 2: key 'threads' is written twice" in out.stderr
 
 
-def test_replay_runs_the_checkouts_script_with_this_interpreter(monkeypatch):
+def test_sync_runs_the_checkouts_script_with_this_interpreter(monkeypatch):
     seen = []
 
     def run(cmd, check):
@@ -105,21 +105,21 @@ def test_replay_runs_the_checkouts_script_with_this_interpreter(monkeypatch):
         return subprocess.CompletedProcess(cmd, 3)
 
     monkeypatch.setattr(cli.subprocess, "run", run)
-    # every argument after `replay` is the script's, options and --help included
-    assert cli.main(["replay", "--serve", "sqlite:///x.db", "--help"]) == 3
-    script = ROOT / "workflow_scripts" / "_tracking" / "replay.py"
+    # every argument after `sync` is the script's, options and --help included
+    assert cli.main(["sync", "--tracking-uri", "sqlite:///x.db", "--help"]) == 3
+    script = ROOT / "workflow_scripts" / "_tracking" / "sync.py"
     assert script.is_file()
-    assert seen == [[sys.executable, str(script), "--serve", "sqlite:///x.db", "--help"]]
+    assert seen == [[sys.executable, str(script), "--tracking-uri", "sqlite:///x.db", "--help"]]
 
 
-def test_replay_without_a_checkout_says_so(tmp_path):
+def test_sync_without_a_checkout_says_so(tmp_path):
     site = tmp_path / "site-packages"
     shutil.copytree(SRC / "ibrobust", site / "ibrobust",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
-    out = ibrobust("replay", "--help", cwd=tmp_path, path=site)
+    out = ibrobust("sync", "--help", cwd=tmp_path, path=site)
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.startswith(
-        f"ibrobust replay: no workflow_scripts/_tracking/replay.py beside this ibrobust "
+        f"ibrobust sync: no workflow_scripts/_tracking/sync.py beside this ibrobust "
         f"({site / 'ibrobust'};"
     )
     assert "installed without one" in out.stderr and "Traceback" not in out.stderr
@@ -133,4 +133,4 @@ def test_the_installed_script_runs_this_checkouts_cli():
     script = Path(sys.executable).parent / "ibrobust"
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     out = subprocess.run([script, "--help"], env=env, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and "claims" in out.stdout and "replay" in out.stdout
+    assert out.returncode == 0 and "claims" in out.stdout and "sync" in out.stdout

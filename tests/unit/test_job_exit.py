@@ -33,7 +33,7 @@ def run_job(
 ) -> tuple[subprocess.CompletedProcess, str]:
     log = tmp_path / "probe.log"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(SCRIPTS)])}
-    for var in ("IBROBUST_MLFLOW", "IBROBUST_INVOCATION"):  # no tracking, no invocation
+    for var in ("IBROBUST_PARENT_RECORD", "IBROBUST_INVOCATION"):  # no tracking, no invocation
         env.pop(var, None)
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT.format(inside=inside, after=after), str(log)],

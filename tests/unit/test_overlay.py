@@ -10,9 +10,7 @@ import pytest
 
 from ibrobust.config.overlay import (
     OverlayError,
-    check_command_line,
     check_files,
-    configfiles_of,
     load_file,
     main,
 )
@@ -86,52 +84,3 @@ def test_command_line_reports_each_file(tmp_path, capsys):
     assert main([str(good), str(bad)]) == 1
     out, err = capsys.readouterr()
     assert out == f"{good}: ok\n" and err.startswith(f"{bad}, line 2")
-
-
-@pytest.mark.parametrize(
-    ("argv", "files"),
-    [
-        (["--cores", "2", "--configfile", "a.yaml", "b.yaml", "-n"], ["a.yaml", "b.yaml"]),
-        (["--configfiles", "a.yaml", "--configfile=b.yaml", "all"], ["a.yaml", "b.yaml"]),
-        (["--config", "threads=2", "--configfile", "a.yaml"], ["a.yaml"]),
-        (["-C", "threads=2", "--cores", "1"], []),
-        (["--configfile"], []),  # Snakemake's own parser reports that
-        ([], []),
-    ],
-)
-def test_configfiles_of_a_command_line(argv, files):
-    assert configfiles_of(argv) == files
-
-
-def test_command_line_check_names_the_overlay_and_exits(tmp_path, capsys):
-    good = tmp_path / "good.yaml"
-    good.write_text("threads: 2\n")
-    bad = write(tmp_path, "optimizers:\n  gd_tiny:\n    lr: 0.5\n   max_steps: 10\n")
-    check_command_line(["--configfile", str(good), "-n"])  # fine: nothing said
-    with pytest.raises(SystemExit) as ex:
-        check_command_line(["-n", "--configfile", str(good), str(bad)])
-    assert ex.value.code == 1
-    err = capsys.readouterr().err
-    assert err.startswith(f"ibrobust: invalid config file: {bad}, line 4, column 4: YAML syntax")
-
-
-def test_the_workflow_profile_checks_overlays_before_snakemake_reads_them(
-    tmp_path, monkeypatch, capsys
-):
-    """Snakemake's own parser of the workflow profile (it runs before the overlays are
-    read) runs the check; with good overlays the profile's settings are unchanged."""
-    from snakemake.profiles import ProfileConfigFileParser
-
-    profile = REPO / "profiles" / "default" / "config.yaml"
-    good = tmp_path / "good.yaml"
-    good.write_text("threads: 2\n")
-    monkeypatch.setattr("sys.argv", ["snakemake", "-n", "--configfile", str(good)])
-    with profile.open() as fh:
-        settings = ProfileConfigFileParser().parse(fh)
-    assert settings["cores"] == "all" and settings["rerun-incomplete"] == "True"
-    assert not [k for k in settings if k.startswith("__")]
-    bad = write(tmp_path, "a: 1\n b: 2\n")
-    monkeypatch.setattr("sys.argv", ["snakemake", "-n", "--configfile", str(good), str(bad)])
-    with profile.open() as fh, pytest.raises(SystemExit):
-        ProfileConfigFileParser().parse(fh)
-    assert f"invalid config file: {bad}, line 2, column 3" in capsys.readouterr().err

@@ -1,7 +1,7 @@
-"""What the parent run says and what the end of a run prints, without Snakemake: the store
-URI from the environment (IBROBUST_BACKEND_STORE_URI over the config, taken out of the
-jobs' environment), the warning for a password given with --config, the parent run's name
-from the targets and the studies of the DAG's jobs, and the end-of-run lines."""
+"""What the parent run says and what the end of a run prints, without Snakemake: the
+warning for a password given with --config, the parent run's name from the targets and the
+studies of the DAG's jobs, the end-of-run lines, and MLFLOW_TRACKING_URI taken out of the
+jobs' environment."""
 
 from __future__ import annotations
 
@@ -11,96 +11,33 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-
 SCRIPTS = Path(__file__).resolve().parents[2] / "workflow_scripts"
 sys.path.insert(0, str(SCRIPTS))
 import _tracking  # noqa: E402
-from _tracking import server as _server  # noqa: E402
 from _tracking import ui  # noqa: E402
-from _tracking.secrets import ENV_BACKEND_STORE, StoreURI, take_backend_store  # noqa: E402
 
 SECRET = "s3cr3t-Pa55"
 PG = f"postgresql://mlflow:{SECRET}@db.example.org:5432/mlflow"
 
 
-def _ml(backend: str = "", tracking: str = "sqlite:///results/mlflow/mlflow.db") -> dict:
-    return {"tracking_uri": tracking, "server": {"backend_store_uri": backend}}
-
-
-# ---- the backend store: environment over config, in one place ------------------------------
-def test_the_environment_variable_wins_over_the_config(monkeypatch):
-    monkeypatch.setenv(ENV_BACKEND_STORE, PG)
-    store = _tracking.backend_store(_ml("postgresql://other@h/db"))
-    assert store == StoreURI(PG, f"environment variable {ENV_BACKEND_STORE}", ENV_BACKEND_STORE)
-
-
-@pytest.mark.parametrize("env", [None, "", "   "])
-def test_without_the_variable_the_config_decides(env, monkeypatch):
-    if env is None:
-        monkeypatch.delenv(ENV_BACKEND_STORE, raising=False)
-    else:
-        monkeypatch.setenv(ENV_BACKEND_STORE, env)
-    store = _tracking.backend_store(_ml("postgresql://u@h/db"))
-    assert (store.uri, store.source) == (
-        "postgresql://u@h/db",
-        "config key mlflow.server.backend_store_uri",
-    )
-    store = _tracking.backend_store(_ml(""))  # empty: the local store
-    assert store == StoreURI("sqlite:///results/mlflow/mlflow.db", "config key mlflow.tracking_uri")
-
-
-def test_taking_the_store_removes_the_variable_from_the_jobs_environment(monkeypatch):
-    monkeypatch.setenv(ENV_BACKEND_STORE, PG)
-    assert take_backend_store(_ml()).uri == PG
-    assert ENV_BACKEND_STORE not in os.environ
-
-
-def test_a_bad_store_from_the_environment_names_the_variable():
-    key = f"environment variable {ENV_BACKEND_STORE}"
-    with pytest.raises(_server.ServerError) as err:
-        _server._check_backend(f"mongodb://u:{SECRET}@h/db", key)
-    assert str(err.value).startswith(f"{key}: mongodb://u:***@h/db: unsupported scheme")
-    assert SECRET not in str(err.value)
-    settings = _tracking.server_settings(
-        {**_ml(), "artifact_root": "a", "server": _server_block()},
-        "log",
-        StoreURI(PG, key, ENV_BACKEND_STORE),
-    )
-    assert (settings.backend_store_uri, settings.backend_key) == (PG, key)
-
-
-def _server_block() -> dict:
-    return {
-        "start": False,
-        "backend_store_uri": "",
-        "host": "127.0.0.1",
-        "port": 0,
-        "artifacts_destination": "",
-        "workers": 1,
-        "startup_timeout": 5,
-    }
-
-
 # ---- a password on the command line -------------------------------------------------------
 def test_no_warning_without_a_password_on_the_command_line():
     assert _tracking.command_line_warning(None) is None
-    assert _tracking.command_line_warning({"mlflow": {"server": {"start": "true"}}}) is None
-    clean = {"mlflow": {"server": {"backend_store_uri": "postgresql://u@h/db"}}}
+    assert _tracking.command_line_warning({"mlflow": {"enabled": "true"}}) is None
+    clean = {"mlflow": {"tracking_uri": "postgresql://u@h/db"}}
     assert _tracking.command_line_warning(clean) is None
 
 
 def test_the_warning_names_each_key_and_its_variable():
     given = {
-        "mlflow": {"server": {"start": "true", "backend_store_uri": PG}, "tracking_uri": PG},
+        "mlflow": {"enabled": "true", "tracking_uri": PG},
         "data_root": f"/data?password={SECRET}",
     }
     warning = _tracking.command_line_warning(given)
     assert warning.startswith("ibrobust: WARNING: a password given with --config is kept")
     assert ".snakemake/log/" in warning and "\n" not in warning
     assert (
-        "Instead of --config mlflow.server.backend_store_uri, set the environment variable "
-        "IBROBUST_BACKEND_STORE_URI; instead of --config mlflow.tracking_uri, set the "
+        "Instead of --config mlflow.tracking_uri, set the "
         "environment variable MLFLOW_TRACKING_URI; instead of --config data_root, use a "
         "config file (--configfile)"
     ) in warning
@@ -169,17 +106,11 @@ def test_an_invocation_that_redoes_no_study_job_names_the_studies_of_its_dag():
 def test_the_end_of_run_lines_give_a_command_and_the_run_url(tmp_path):
     url = ui.run_url("http://127.0.0.1:5000/", "3", "abc")
     assert url == "http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning"
-    db = StoreURI(f"sqlite:///{tmp_path}/my results/mlflow.db", "config key mlflow.tracking_uri")
+    db = f"sqlite:///{tmp_path}/my results/mlflow.db"
     assert ui.open_command(db) == (
         f"mlflow ui --backend-store-uri 'sqlite:///{tmp_path}/my results/mlflow.db' --workers 1"
     )
-    pg = StoreURI(PG, f"environment variable {ENV_BACKEND_STORE}", ENV_BACKEND_STORE)
-    assert ui.open_command(pg, str(tmp_path / "art")) == (
-        f'mlflow ui --backend-store-uri "${ENV_BACKEND_STORE}" '
-        f"--artifacts-destination {tmp_path / 'art'} --workers 1"
-    )
-    from_config = StoreURI(PG, "config key mlflow.server.backend_store_uri")
-    assert SECRET not in ui.open_command(from_config)
+    assert ui.open_command(PG) == 'mlflow ui --backend-store-uri "$MLFLOW_TRACKING_URI" --workers 1'
     assert ui.hint_lines(url, "mlflow ui x") == [
         "ibrobust: MLflow: open the store with: mlflow ui x",
         f"ibrobust: MLflow: this invocation's parent run: {url}",
@@ -194,19 +125,21 @@ def test_a_failed_run_ends_with_the_command_and_the_url(tmp_path, monkeypatch, c
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(os, "environ", dict(os.environ))  # start() exports IBROBUST_*
-    for var in ("MLFLOW_TRACKING_URI", ENV_BACKEND_STORE):
-        os.environ.pop(var, None)
     db = tmp_path / "results" / "mlflow.db"
+    os.environ["MLFLOW_TRACKING_URI"] = "sqlite:///results/mlflow.db"  # relative: made absolute
     ml = {
         "enabled": True,
-        "tracking_uri": "sqlite:///results/mlflow.db",  # relative: printed absolute
+        "tracking_uri": "sqlite:///elsewhere.db",  # MLFLOW_TRACKING_URI wins
         "artifact_root": "results/artifacts",
         "experiment": "ibrobust",
-        "server": _server_block(),
+        "model_artifact_max_mb": 50,
     }
     tracking = _tracking.WorkflowTracking({"mlflow": ml, "studies": {}}, "c0ffee", str(tmp_path))
     tracking.start(_tracking.Invocation(("reproduce",), ("fa", "prelu"), frozenset({"reproduce"})))
+    assert "MLFLOW_TRACKING_URI" not in os.environ  # the jobs never write to the store
+    assert os.environ[_tracking.ENV_PARENT] == tracking.record.id
     tracking.end("FAILED")
+    assert not (tmp_path / "elsewhere.db").exists()
     client = MlflowClient(tracking_uri=f"sqlite:///{db}")
     exp = client.get_experiment_by_name("ibrobust")
     (parent,) = client.search_runs([exp.experiment_id])

@@ -1,5 +1,5 @@
 """Real components for the operations tests: a local SLURM cluster, a throwaway PostgreSQL
-server, headless Chromium, the workflow's own tracking server module, and a proxy that
+server, headless Chromium, an `mlflow server` on a given store, and a proxy that
 makes a tracking server answer slowly.
 
 Each ``require_*`` returns what the test needs or skips it with the reason and the way
@@ -14,6 +14,7 @@ import http.server
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -27,9 +28,6 @@ from pathlib import Path
 
 import pytest
 from smk_helpers import REPO, TINY, base_env, snakemake_args, write_yaml
-
-sys.path.insert(0, str(REPO / "workflow_scripts"))
-from _tracking import server as _server  # noqa: E402  (the workflow's tracking-server lifecycle, used as-is)
 
 LOCAL_SLURM = REPO / "ops" / "local-slurm"
 CHROMIUM_FLAGS = [
@@ -193,21 +191,34 @@ def require_chromium() -> str:
 
 # ---- the tracking server -------------------------------------------------------------
 @contextmanager
-def tracking_server(store_uri: str, artifacts: Path, log: Path) -> Iterator[str]:
-    """The workflow's own server code (workflow_scripts/_tracking/server.py) on a given store."""
-    server = _server.TrackingServer(
-        _server.ServerSettings(
-            backend_store_uri=store_uri,
-            artifacts_destination=str(artifacts),
-            log_file=str(log),
-            startup_timeout=180,
-        )
-    )
-    uri = server.start()
+def tracking_server(store_uri: str, artifacts: Path, log: Path, port: int = 0) -> Iterator[str]:
+    """``mlflow server`` on a given store (one worker, ``port`` or a free one), until /health
+    answers; its process group is ended afterwards."""
+    import urllib.request
+
+    port = port or free_port()
+    cmd = [str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
+           store_uri, "--artifacts-destination", str(artifacts), "--host", "127.0.0.1",
+           "--port", str(port), "--workers", "1"]  # fmt: skip
+    with log.open("w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=fh, start_new_session=True)
+    uri = f"http://127.0.0.1:{port}"
     try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{uri}/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"mlflow server did not start: {log.read_text()[-500:]}")
+            time.sleep(0.5)
         yield uri
     finally:
-        server.stop()
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
 
 
 class SlowProxy:
@@ -304,12 +315,6 @@ def max_running_jobs(output: str) -> int:
         if m:
             running.discard(m.group(1))
     return best
-
-
-def server_uri_from_output(output: str) -> str:
-    m = re.search(r"MLflow tracking server for this run: (http://\S+)", output)
-    assert m, "the run did not report starting a tracking server\n" + output[-3000:]
-    return m.group(1)
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.3):

@@ -108,9 +108,9 @@ def test_a_second_checkout_plans_runs_and_hashes_its_own_library(tmp_path):
     assert "params have changed" in plan.of("attack")[0].reason.lower(), plan.of("attack")[0].reason
 
 
-def test_the_profile_checks_overlays_with_the_checkouts_own_library(tmp_path):
+def test_the_workflow_checks_overlays_with_the_checkouts_own_library(tmp_path):
     """A config file with a key written twice stops the run with the file and the line (the
-    profile's check, loaded from the second checkout's src/ by its path)."""
+    Snakefile's check, from the second checkout's src/)."""
     second = second_checkout(tmp_path / "second")
     work = tmp_path / "work"
     work.mkdir()

@@ -1,17 +1,15 @@
-"""A stop never deletes finished work, however slowly the tracking store answers (issue 39,
-item 7).
+"""A stop never deletes finished work, however slowly the tracking store answers (issues 39
+and 44).
 
 The store is a real ``mlflow server`` on SQLite behind a local proxy that holds every
 request for DELAY s (``ops_helpers.SlowProxy``) once the first training job has started:
-writing one training run then takes about 20 s. Two training jobs run one after the other
+syncing one training run then takes about 20 s. Two training jobs run one after the other
 (``--cores 1``). Once the first has written its outputs while its run is not yet in the
-store, snakemake alone gets SIGINT. The job has logged ``done in`` by then (its end waited
-for the collector's receipt, not for the store); it keeps its outputs, Snakemake marks them
-complete (a dry run does not plan it again), and every job's run is either in the store or
-spooled - the replay writes what was spooled. Before, the job's end waited for the store,
-the stop's SIGKILL came 5 s after its SIGINT, and Snakemake removed its outputs (this test,
-run on that code, fails so: "1 job process(es) alive 5 s after SIGINT: SIGKILL", then
-"Removing output files of failed job train").
+store, snakemake alone gets SIGINT. The job has logged ``done in`` by then (it never talks
+to the store: its run record is a local file); it keeps its outputs, Snakemake marks them
+complete (a dry run does not plan it again), the end of the run says how many runs are not
+in the store and the command that syncs them, and that command (the same sync the run
+does) brings every run to the store, none left RUNNING.
 """
 
 from __future__ import annotations
@@ -39,7 +37,6 @@ OUTPUTS = ("model.pt", "history.csv", "metrics.json")  # rule train's
 TARGETS = [f"{RUN.format(s)}/model.pt" for s in SEEDS]
 TRAIN_LOG = "results/logs/train/fa/tiny_clusters/two_layer_m2/gd_tiny/binary/seed{}.log"
 RUN_NAME = "train seed{}/binary/gd_tiny/two_layer_m2/tiny_clusters @fa"
-SPOOL = "results/mlflow/spool"
 
 
 def _log(work: Path, seed: int) -> str:
@@ -141,28 +138,27 @@ def test_a_stop_keeps_a_job_whose_run_the_store_is_still_writing(tmp_path):
         planned = {int(j.wildcards["seed"]) for j in plan.of("train")}
         assert planned == set(SEEDS) - set(done), plan.jobs
 
-        # every run is in the store or spooled; the replay writes the spooled ones
-        spooled = sorted((work / SPOOL).glob("*.jsonl"))
-        assert spooled, stderr  # the stop came while the store was still writing
-        assert "MLflow run(s) of jobs that ended are not in the store" in stderr
+        # the runs not in the store are counted, and one command syncs them
+        (summary,) = [ln for ln in stderr.splitlines() if "not yet in the store" in ln]
+        assert summary.endswith("sync them with: ibrobust sync (or python "
+                                "workflow_scripts/_tracking/sync.py)"), summary  # fmt: skip
         proxy.delay = 0.0
         replay = subprocess.run(
-            [PYTHON, str(REPO / "workflow_scripts/_tracking/replay.py")],
+            [PYTHON, str(REPO / "workflow_scripts/_tracking/sync.py")],
             cwd=work,
-            env=base_env(),  # the store each spool file names: the proxy
+            env=base_env(MLFLOW_TRACKING_URI=proxy.uri),
             capture_output=True,
             text=True,
             timeout=300,
         )
         assert replay.returncode == 0, replay.stdout + replay.stderr
-        assert not list((work / SPOOL).glob("*.jsonl"))
         exp = store.get_experiment_by_name("ibrobust")
         runs = {r.info.run_name: r for r in store.search_runs([exp.experiment_id])}
         assert not [name for name, r in runs.items() if r.info.status == "RUNNING"], runs
         opened = {}  # every job that opened a run (its log's first line) -> did it finish?
         for log in (work / "results" / "logs").rglob("*.log"):
             text = log.read_text()
-            if m := re.search(r" start (.+?) threads=\d+ mlflow=collector", text):
+            if m := re.search(r" start (.+?) threads=\d+ mlflow=record", text):
                 opened[m.group(1)] = "done in" in text
         assert RUN_NAME.format(seed) in opened
         for name, finished in opened.items():
@@ -172,6 +168,6 @@ def test_a_stop_keeps_a_job_whose_run_the_store_is_still_writing(tmp_path):
     record(
         f"stop with a store taking {DELAY:g} s per request: train seed{seed} logged done in "
         f"{since_written * 1000:.0f} ms after its outputs, kept and complete; snakemake exited "
-        f"{seconds:.1f} s after SIGINT with {len(spooled)} run(s) spooled ({proxy.requests} "
-        f"slowed requests); {replay.stdout.strip().splitlines()[-1]}"
+        f"{seconds:.1f} s after SIGINT; {summary.split(';')[0]} ({proxy.requests} slowed "
+        f"requests); {replay.stdout.strip().splitlines()[-1]}"
     )

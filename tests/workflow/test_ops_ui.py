@@ -8,8 +8,10 @@ after both studies, with its jobs listed. Screenshots go to $IBROBUST_TEST_ARTIF
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import signal
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -17,7 +19,6 @@ from pathlib import Path
 import pytest
 from ops_helpers import (
     CHROMIUM_FLAGS,
-    _server,
     artifacts_dir,
     free_port,
     record,
@@ -196,7 +197,7 @@ def test_the_printed_url_opens_the_parent_run_named_after_both_studies(tmp_path)
         )
     shots = artifacts_dir("ui")
     try:
-        wait_until(lambda: _server.healthy(base) or proc.poll() is not None, 600, "mlflow ui")
+        wait_until(lambda: _healthy(base) or proc.poll() is not None, 600, "mlflow ui")
         assert proc.poll() is None, (tmp_path / "mlflow_ui.log").read_text()[-3000:]
         with sync_playwright() as pw:
             browser = pw.chromium.launch(
@@ -238,10 +239,21 @@ def test_the_printed_url_opens_the_parent_run_named_after_both_studies(tmp_path)
             page.screenshot(path=shots / "5_two_study_runs_table.png")
             browser.close()
     finally:
-        _server._kill_group(proc.pid, 10, reap=proc.poll)
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
     for png in ("4_parent_run_from_printed_url.png", "5_two_study_runs_table.png"):
         assert (shots / png).stat().st_size > 10_000, png
     record(f"printed URL {url} -> parent run {name!r} with {len(children)} child runs")
+
+
+def _healthy(base: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
 
 
 def _close_assistant(page) -> None:

@@ -177,7 +177,7 @@ def test_mlflow_runs(tiny_run):
     assert ran.pop("all") == 1
     assert ran == EXPECTED_JOBS - Counter(all=1)
     assert Counter(r.data.tags["ibrobust.rule"] for r in children) == ran
-    # every job streamed its run to the workflow's collector: none imported MLflow
+    # every job wrote its run record (the snakemake process syncs it): none imported MLflow
     starts = [
         line
         for log in tiny_run.results.joinpath("logs").rglob("*.log")
@@ -185,7 +185,7 @@ def test_mlflow_runs(tiny_run):
         if " mlflow=" in line
     ]
     assert len(starts) == len(children)
-    assert all(" mlflow=collector " in line for line in starts), starts[:3]
+    assert all(" mlflow=record " in line for line in starts), starts[:3]
 
     for r in children:
         tags = r.data.tags

@@ -3,19 +3,18 @@
 Snakemake reads ``--configfile`` overlays itself, before any code of the workflow runs,
 with a loader that keeps the last of two equal keys without a word and reports a syntax
 error as "Config file is not valid JSON or YAML", naming neither the file nor the line.
-So the overlays are checked earlier, by :func:`check_command_line`, which the workflow
-profile (``profiles/default/config.yaml``, loaded by Snakemake before it reads the
-overlays) calls; the workflow checks every config file again while parsing
-(:func:`check_files`, for runs without that profile); and ``ibrobust config check FILE...``
-(or ``python -m ibrobust.config.overlay FILE...``) checks files by hand.
+The workflow checks every config file while parsing (:func:`check_files`: a key written
+twice names the file and both lines); a YAML syntax error stops Snakemake before that, with
+its own message (``--verbose`` shows the parser's), and ``ibrobust config check FILE...``
+(or ``python -m ibrobust.config.overlay FILE...``) names the file and line. (No hook runs
+earlier through Snakemake's public interfaces: the profile's old one walked Snakemake's
+call stack.)
 
-Standalone (the standard library and yaml, no ``ibrobust`` import): the profile loads this
-file by its path, before and without the package.
+Standalone (the standard library and yaml, no ``ibrobust`` import).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Iterable
@@ -75,32 +74,6 @@ def check_files(paths: Iterable[str | os.PathLike]) -> None:
             raise OverlayError(
                 f"{p}: a config file is a mapping of top-level keys, got {type(doc).__name__}"
             )
-
-
-def configfiles_of(argv: list[str]) -> list[str]:
-    """The ``--configfile``/``--configfiles`` arguments of a snakemake command line, read
-    as Snakemake reads them (each takes one or more files; ``--configfile=F`` too). Other
-    options are skipped; [] for a command line this cannot read (Snakemake then judges it)."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    parser.add_argument("--configfile", "--configfiles", nargs="+", action="extend")
-    parser.add_argument("--config", "-C", nargs="*")  # so --config is not taken for them
-    try:
-        args, _ = parser.parse_known_args(argv)
-    except (argparse.ArgumentError, SystemExit):
-        return []
-    return list(args.configfile or [])
-
-
-def check_command_line(argv: list[str] | None = None) -> None:
-    """Check the ``--configfile`` overlays of this snakemake command line (``sys.argv``)
-    before Snakemake reads them: on a problem, say which file and line and exit with
-    status 1, as Snakemake does for a bad config file."""
-    files = configfiles_of(sys.argv[1:] if argv is None else argv)
-    try:
-        check_files(files)
-    except OverlayError as e:
-        print(f"ibrobust: invalid config file: {e}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
 
 
 def main(argv: list[str]) -> int:
