@@ -76,6 +76,9 @@ rule decide_plan:
         level=config["ledger"]["level"],
         code=code("decide_plan"),
     threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
     conda:
         "../envs/ibrobust.yaml"
     script:
@@ -101,6 +104,9 @@ rule decide_ledger:
         plan=DECIDE_APPLIED,
         code=code("decide_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
     threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
     conda:
         "../envs/ibrobust.yaml"
     script:
