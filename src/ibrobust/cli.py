@@ -2,6 +2,7 @@
 
     ibrobust claims diff BEFORE.csv AFTER.csv [--format md|csv] [--all]
     ibrobust claims excerpt LEDGER.csv [--rows 8] [--readme README.md]
+    ibrobust claims sensitivity BASE.csv [SWEEP.csv ...] --overlay configs/sweep_*.yaml ...
     ibrobust config docs [--check]
     ibrobust config check FILE...
     ibrobust replay [SPOOL_DIR] [--tracking-uri URI] [--serve STORE_URI] ...
@@ -46,6 +47,68 @@ def claims_excerpt(a: argparse.Namespace) -> int:
         return 0
     a.readme.write_text(splice_excerpt(a.readme.read_text(), excerpt, str(a.readme)))
     print(f"{a.readme}: claims excerpt regenerated from {a.ledger}")
+    return 0
+
+
+def sweep_config(base: Path, overlays: Sequence[Path]) -> tuple[dict, dict[str, str]]:
+    """The validated config of ``base`` with the sweep ``overlays`` merged as Snakemake
+    merges --configfile (nested mappings key by key, later files win), and each overlay
+    study -> the overlay declaring it."""
+    from ibrobust.config import load_schema, validate_config
+    from ibrobust.config.docs import SCHEMA
+    from ibrobust.config.overlay import load_file
+
+    def merged(a: dict, b: dict) -> dict:
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = (
+                merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+            )
+        return out
+
+    cfg = load_file(base)
+    where: dict[str, str] = {}
+    for f in overlays:
+        doc = load_file(f) or {}
+        where.update({s: str(f) for s in doc.get("studies", {})})
+        cfg = merged(cfg, doc)
+    return validate_config(cfg, load_schema(SCHEMA)), where
+
+
+def claims_sensitivity(a: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ibrobust.claims.verdicts import JUDGED
+    from ibrobust.io import save_csv
+    from ibrobust.ledger import sensitivity as sv
+    from ibrobust.ledger.render import ledger_html, ledger_markdown, read_ledger
+
+    cfg, where = sweep_config(a.config, a.overlay)
+    sibs = sv.siblings(cfg, list(where))
+    base = read_ledger(a.base)
+    sweep = pd.concat([read_ledger(f) for f in a.sweep]) if a.sweep else base.iloc[:0]
+    ran = set(sweep[sweep["verdict"].isin(JUDGED)]["study"]) & set(sibs)
+    profile = sv.profile_cpu_s(pd.read_csv(a.profile)) if a.profile else {}
+    costs = sv.cost_table(sibs, profile, ran, where)
+    table = sv.sensitivity(base, sweep, {s: sibs[s] for s in ran})
+    annotated = sv.annotate(base, table, sv.pending_reasons(costs))
+    text = sv.sensitivity_markdown(annotated, table, costs)
+    if a.md is None:
+        sys.stdout.write(text)
+    else:
+        a.md.write_text(text)
+    if a.csv is not None:
+        save_csv(a.csv, table)
+    if a.ledger is not None:
+        save_csv(a.ledger.with_suffix(".csv"), annotated)
+        a.ledger.with_suffix(".md").write_text(ledger_markdown(annotated))
+        a.ledger.with_suffix(".html").write_text(ledger_html(annotated))
+    flagged = annotated["setting_dependent"].astype(str)
+    print(
+        f"{len(sibs)} siblings ({len(ran)} ran); setting-dependent: "
+        f"{(flagged == 'True').sum()} yes, {(flagged == 'False').sum()} no",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -105,6 +168,17 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("ledger", type=Path, help="claims.csv written by `snakemake claims`")
     e.add_argument("--rows", type=int, default=8, help="claims shown (default 8)")
     e.add_argument("--readme", type=Path, help="splice between its claims-excerpt markers")
+    s = _command(claims, "sensitivity", claims_sensitivity,
+                 "is each verdict the same across the settings a sweep varies?")  # fmt: skip
+    s.add_argument("base", type=Path, help="the base ledger (e.g. docs/ledger/current.csv)")
+    s.add_argument("sweep", type=Path, nargs="*", help="the siblings' ledgers (claims_sweep)")
+    s.add_argument("--overlay", type=Path, nargs="+", required=True,
+                   help="the sweep overlays (configs/sweep_*.yaml), run or not")  # fmt: skip
+    s.add_argument("--config", type=Path, default=Path("config.yaml"), help="default: config.yaml")
+    s.add_argument("--profile", type=Path, help="a job profile (benchmarks/profiles/*.csv)")
+    s.add_argument("--md", type=Path, help="write the table here (default: stdout)")
+    s.add_argument("--csv", type=Path, help="write the per-sibling comparison here")
+    s.add_argument("--ledger", type=Path, help="write the flagged ledger as PREFIX.csv/.md/.html")
     config = _group(sub, "config", "the configuration reference; checking config files")
     c = _command(config, "docs", config_docs, "print docs/config.md, generated from the schema")
     c.add_argument("--check", action="store_true", help="exit 1 if ./docs/config.md differs")

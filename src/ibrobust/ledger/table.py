@@ -66,6 +66,8 @@ COLUMNS = [
     "reason",
     "fragile",
     "fragile_reason",
+    "setting_dependent",  # ibrobust.ledger.sensitivity: True / False / "" (not assessed)
+    "setting_dependent_reason",
     "rule",
     "derivation",
     "strong_lo",
