@@ -3,7 +3,12 @@
 # default target builds for the invocation's studies (only_studies, else the enabled ones;
 # claims of other outputs and studies are "not run", with the reason); editing a claim declaration changes only this rule's code hash, so only the
 # ledger reruns.
+from ibrobust.ledger.sensitivity import base_name  # noqa: E402
 from ibrobust.ledger.table import claims_modules, ledger_inputs  # noqa: E402
+
+# the sibling studies of the sweep overlays loaded (configs/sweep_*.yaml: <base>__<tag>)
+SWEEP_SIBLINGS = [s for s in BASE_STUDIES if base_name(s) is not None]
+CLAIMS_LEDGER_SWEEP = [f"results/claims/sweep/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]
 
 # the ledger also goes onto the invocation's parent MLflow run (folder claims/)
 PARENT_ARTIFACTS.update(
@@ -13,7 +18,7 @@ PARENT_ARTIFACTS.update(
 
 # figures, tables and the ledger: seconds of work each, so they run in the Snakemake
 # process's own machine even under --profile profiles/slurm (no sbatch per figure)
-localrules: claims, claims_all, claims_scale
+localrules: claims, claims_all, claims_scale, claims_sweep
 
 
 rule claims:
@@ -83,5 +88,27 @@ use rule claims as claims_scale with:
     params:
         config=lambda w: dict(ledger_config(list(SCALE_RUNGS)), only_studies=list(SCALE_RUNGS)),
         rungs={s: vars(r) for s, r in SCALE_RUNGS.items()},
+        level=config["ledger"]["level"],
+        code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
+
+
+# The ledger of the sweep siblings of the overlays loaded (`snakemake --configfile
+# configs/sweep_<kind>.yaml -- claims_sweep`): each sibling judged like any study (all its
+# outputs); `ibrobust claims sensitivity` compares it with the base ledger
+# (ibrobust.ledger.sensitivity).
+use rule claims as claims_sweep with:
+    input:
+        ledger_inputs({s: STUDIES[s]["kind"] for s in SWEEP_SIBLINGS},
+                      {f for s in SWEEP_SIBLINGS for f in study_outputs(s)}),
+    output:
+        html="results/claims/sweep/claims.html",
+        md="results/claims/sweep/claims.md",
+        csv="results/claims/sweep/claims.csv",
+        png="results/claims/sweep/claims.png",
+        pdf="results/claims/sweep/claims.pdf",
+    log:
+        "results/logs/claims/claims_sweep.log",
+    params:
+        config=lambda w: dict(ledger_config(SWEEP_SIBLINGS), only_studies=SWEEP_SIBLINGS),
         level=config["ledger"]["level"],
         code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),

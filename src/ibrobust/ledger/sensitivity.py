@@ -183,8 +183,11 @@ def _diff(base: Any, sib: Any, path: str, changes: list, cuts: list) -> None:
         if sib and all(v in base for v in sib) and len(sib) < len(base):
             cuts.append(Change(path, base, sib))  # a sublist: fewer units or parts
             return
+    if isinstance(base, Mapping) and sib is None:  # a block dropped (null): one cut
+        cuts.append(Change(path, "a block", None))
+        return
     if isinstance(base, Mapping) or isinstance(sib, Mapping):
-        # a block against a scalar (e.g. null): every key of the block, as written
+        # a block against a scalar: every key of the block, as written
         for k, v in _flat(_inline_free(base if isinstance(base, Mapping) else sib)).items():
             where = f"{path}.{k}"
             pair = (v, None) if isinstance(base, Mapping) else (None, v)
