@@ -90,9 +90,24 @@ def claims_sensitivity(a: argparse.Namespace) -> int:
     ran = set(sweep[sweep["verdict"].isin(JUDGED)]["study"]) & set(sibs)
     profile = sv.profile_cpu_s(pd.read_csv(a.profile)) if a.profile else {}
     costs = sv.cost_table(sibs, profile, ran, where)
-    table = sv.sensitivity(base, sweep, {s: sibs[s] for s in ran})
-    annotated = sv.annotate(base, table, sv.pending_reasons(costs))
-    text = sv.sensitivity_markdown(annotated, table, costs)
+    level = float(base["level"].iloc[0]) if len(base) else 0.95
+    recorded, notes = {}, []
+    for f in a.recorded:
+        rows, rsibs, why = sv.recorded_rows(pd.read_csv(f), base, level)
+        sweep = pd.concat([sweep, rows]) if len(sweep) else rows
+        recorded.update(rsibs)
+        notes += [f"{f}: {w}" for w in why]
+    judged = {s: sibs[s] for s in ran} | recorded
+    table = sv.sensitivity(base, sweep, judged)
+    why_not = sv.pending_reasons(costs)
+    for study in {s.base for s in judged.values()}:  # siblings ran, none judges the row
+        cuts = sorted({c.key for s in judged.values() if s.base == study for c in s.cuts})
+        text = "no sibling that ran judges it" + (
+            f" (their cuts: {', '.join(cuts)})" if cuts else ""
+        )
+        why_not[study] = f"{text}; {why_not[study]}" if study in why_not else text
+    annotated = sv.annotate(base, table, why_not)
+    text = sv.sensitivity_markdown(annotated, table, costs, recorded=sorted(a.recorded))
     if a.md is None:
         sys.stdout.write(text)
     else:
@@ -103,6 +118,8 @@ def claims_sensitivity(a: argparse.Namespace) -> int:
         save_csv(a.ledger.with_suffix(".csv"), annotated)
         a.ledger.with_suffix(".md").write_text(ledger_markdown(annotated))
         a.ledger.with_suffix(".html").write_text(ledger_html(annotated))
+    for n in notes:
+        print(n, file=sys.stderr)
     flagged = annotated["setting_dependent"].astype(str)
     print(
         f"{len(sibs)} siblings ({len(ran)} ran); setting-dependent: "
@@ -176,6 +193,8 @@ def parser() -> argparse.ArgumentParser:
                    help="the sweep overlays (configs/sweep_*.yaml), run or not")  # fmt: skip
     s.add_argument("--config", type=Path, default=Path("config.yaml"), help="default: config.yaml")
     s.add_argument("--profile", type=Path, help="a job profile (benchmarks/profiles/*.csv)")
+    s.add_argument("--recorded", type=Path, nargs="*", default=[],
+                   help="siblings measured earlier, as numbers (configs/sweep_*.csv)")  # fmt: skip
     s.add_argument("--md", type=Path, help="write the table here (default: stdout)")
     s.add_argument("--csv", type=Path, help="write the per-sibling comparison here")
     s.add_argument("--ledger", type=Path, help="write the flagged ledger as PREFIX.csv/.md/.html")

@@ -291,7 +291,44 @@ def test_the_command_flags_the_shipped_ledger_from_a_sweep_ledger(tmp_path):
     overlay = root / "configs" / "sweep_price_linear.yaml"
     assert other["setting_dependent"] == ""
     assert other["setting_dependent_reason"].startswith(
-        f"not assessed: sweep {overlay} not run (4 siblings: "
+        "not assessed: no sibling that ran judges it (their cuts: datasets, optimizers); "
+        f"sweep {overlay} not run (4 siblings: "
     )
     md = (tmp_path / "s.md").read_text()
     assert "| price_linear | `price.no_edge_regime` |" in md and "**flips**" in md
+
+
+def test_recorded_siblings_are_re_judged_by_the_base_ledger_s_rule(tmp_path):
+    """A sibling kept as (mean, sd, n): t interval by hand, the verdict of the base row's
+    bounds as the base ledger states them now; a changed measure is skipped."""
+    base = pd.DataFrame(
+        [
+            row("lin", "a", "holds weaker", 0.02, 0.015, 0.025, measure="edge"),
+            row("lin", "b", "holds", 0.0, -0.005, 0.005, measure="new measure"),
+        ]
+    )
+    rec = pd.DataFrame(
+        [
+            dict(sibling="lin_old", base="lin", id="a", nth=0, measure="edge", mean=0.0,
+                 sd=0.001, n=3, unit="draws", source="docs",
+                 changes="stopping.max_iters: 5000 -> 20000; optimizers[gd].lr: 0.5 -> 0.1"),
+            dict(sibling="lin_old", base="lin", id="b", nth=0, measure="old measure", mean=0.0,
+                 sd=0.001, n=3, unit="draws", source="docs", changes="x: 1 -> 2"),
+        ]
+    )  # fmt: skip
+    rows, sibs, notes = sv.recorded_rows(rec, base)
+    # t(0.975, 2) = 4.303: 0 +- 4.303 x 0.001 / sqrt(3) = +-0.00248, inside [-0.01, 0.01]
+    assert list(rows["verdict"]) == ["holds"]
+    assert rows["ci_hi"].iloc[0] == pytest.approx(4.302653 * 0.001 / math.sqrt(3), rel=1e-5)
+    assert sibs["lin_old"].changes == (
+        sv.Change("stopping.max_iters", 5000.0, 20000.0),
+        sv.Change("optimizers[gd].lr", 0.5, 0.1),
+    )
+    assert notes == ["lin_old b: the claim's measure changed since it was recorded; not compared"]
+    t = sv.sensitivity(base, rows, sibs)
+    assert list(t["flips"]) == [True]  # holds weaker at base, holds at the recorded setting
+    assert sv.interval_verdict(-0.02, 0.02, BOUNDS) == "holds weaker"
+    assert sv.interval_verdict(0.031, 0.05, BOUNDS) == "does not hold"
+    assert sv.interval_verdict(0.02, 0.05, BOUNDS) == "inconclusive"
+    with pytest.raises(ValueError, match="'key: base -> value'"):
+        sv._change_of("lr 0.5 0.1")
