@@ -6,8 +6,9 @@
 from ibrobust.ledger.sensitivity import base_name  # noqa: E402
 from ibrobust.ledger.table import claims_modules, ledger_inputs  # noqa: E402
 
-# the sibling studies of the sweep overlays loaded (configs/sweep_*.yaml: <base>__<tag>)
-SWEEP_SIBLINGS = [s for s in BASE_STUDIES if base_name(s) is not None]
+# the sibling studies of the sweep overlays loaded (configs/sweep_*.yaml: <base>__<tag>);
+# with only_studies, those of them it names (a sweep run in parts)
+SWEEP_SIBLINGS = [s for s in (config["only_studies"] or BASE_STUDIES) if base_name(s) is not None]
 CLAIMS_LEDGER_SWEEP = [f"results/claims/sweep/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]
 
 # the ledger also goes onto the invocation's parent MLflow run (folder claims/)
@@ -93,7 +94,7 @@ use rule claims as claims_scale with:
 
 
 # The ledger of the sweep siblings of the overlays loaded (`snakemake --configfile
-# configs/sweep_<kind>.yaml -- claims_sweep`): each sibling judged like any study (all its
+# configs/sweep_<kind>.yaml -- claims_sweep`; `--config only_studies=[a,b]` for some of them): each sibling judged like any study (all its
 # outputs); `ibrobust claims sensitivity` compares it with the base ledger
 # (ibrobust.ledger.sensitivity).
 use rule claims as claims_sweep with:
