@@ -166,8 +166,7 @@ def test_flips_by_interval_and_by_screen_and_the_flag_s_reason():
         ("b", "lin__stop"): ("interval", False),
         ("b", "lin__c4"): ("screen", False),
         ("c", "lin__stop"): ("interval", ""),
-        ("c", "lin__c4"): ("none", ""),
-    }
+    }  # ("c", "lin__c4") is not run there: no comparison
     out = sv.annotate(base, t, {"lin": "sweep configs/x.yaml not run"}).set_index("id")
     assert out.loc["a", "setting_dependent"] is True
     assert out.loc["a", "setting_dependent_reason"].startswith(
@@ -211,12 +210,21 @@ def test_rows_of_one_claim_are_matched_by_their_order_in_the_study():
         [
             row("lin__stop", "a", "holds", 0.0, -0.005, 0.005, setting="d=500"),
             row("lin__stop", "a", "holds", 0.0, -0.005, 0.005, setting="d=500, other"),
+            # the same setting text wins over the order
+            row("lin__c4", "a", "holds", 0.0, -0.005, 0.005, setting="d=1000, other"),
+            row("lin__c4", "a", "does not hold", 0.05, 0.04, 0.06, setting="d=1000"),
         ]
     )
     t = sv.sensitivity(base, sweep, SIBS)
-    assert list(t["flips"]) == [False, True]
+    got = {(r.setting, r.sibling): r.flips for r in t.itertuples()}
+    assert got == {
+        ("d=1000", "lin__stop"): False,
+        ("d=1000", "lin__c4"): True,
+        ("d=1000, other", "lin__stop"): True,
+        ("d=1000, other", "lin__c4"): True,
+    }
     out = sv.annotate(base, t)
-    assert list(out["setting_dependent"]) == [False, True]
+    assert list(out["setting_dependent"]) == [True, True]
 
 
 def test_the_cost_bound_scales_the_profile_by_the_cut_and_the_raised_cap():

@@ -318,16 +318,26 @@ def sensitivity(
     """One row per (base row, sibling study) of the base ledger's judged rows whose study
     has siblings in ``sibs`` with rows in the ``sweep`` ledger (:data:`SENSITIVITY_COLUMNS`):
     the sibling's setting, verdict and interval, how it was compared and whether it flips."""
-    b = _keyed(base[base["verdict"].isin(JUDGED)])
+    b = _keyed(base)
+    b = b[b["verdict"].isin(JUDGED)]
     s = _keyed(sweep[sweep["study"].isin(list(sibs))])
     by = {(r["study"], r["id"], r["_nth"]): r for _, r in s.iterrows()}
+    by_setting = {(r["study"], r["id"], r["setting"]): r for _, r in s.iterrows()}
     out = []
     for _, r in b.iterrows():
         for name, sib in sibs.items():
-            if sib.base != r["study"] or (name, r["id"], r["_nth"]) not in by:
+            if sib.base != r["study"]:
                 continue
-            row = by[(name, r["id"], r["_nth"])]
+            # the same setting text, else the n-th row of the id (a sibling's d or width
+            # may appear in its setting text)
+            row = by_setting.get((name, r["id"], r["setting"]))
+            if row is None:
+                row = by.get((name, r["id"], r["_nth"]))
+            if row is None:
+                continue
             how, flips = compare(r, row)
+            if how == "none":  # the sibling does not judge it (a cut part): says nothing
+                continue
             out.append(
                 dict(
                     study=r["study"],
