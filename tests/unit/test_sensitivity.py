@@ -173,7 +173,7 @@ def test_flips_by_interval_and_by_screen_and_the_flag_s_reason():
         "flips at stopping.loss_threshold = 0.001 (base 0.0001): holds weaker, 0.02"
     )
     assert (
-        "same at c_scale = 4 (base 1) in gd_c4 (does not hold, 0.06)"
+        "same at c_scale = 4 (base 1) in gd_c4 (does not hold, 0.06 [0.05, 0.07] (n 4))"
         in out.loc["a"].setting_dependent_reason
     )
     assert out.loc["b", "setting_dependent"] is False

@@ -401,7 +401,8 @@ def _reading(r: Mapping) -> str:
     """``does not hold, 0.049`` or, for a screen, ``mean 0.049 in holds weaker (1 unit)``."""
     if r["compared"] == "screen":
         return f"mean {r['mean']:.3g} in {r['region'] or 'no region'} (1 unit)"
-    return f"{r['verdict']}, {r['mean']:.3g}"
+    iv = "" if math.isnan(_num(r["ci_lo"])) else f" [{r['ci_lo']:.3g}, {r['ci_hi']:.3g}]"
+    return f"{r['verdict']}, {r['mean']:.3g}{iv} (n {r['n']})"
 
 
 def annotate(
