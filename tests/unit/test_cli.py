@@ -46,7 +46,10 @@ def test_help_lists_every_command_with_its_help():
     for name, words in [("claims", "compare ledgers"), ("config", "configuration reference"),
                         ("replay", "replay spooled MLflow runs")]:  # fmt: skip
         assert any(ln.split()[:1] == [name] and words in ln for ln in out.stdout.splitlines())
-    for group, commands in [("claims", ("diff", "excerpt")), ("config", ("docs", "check"))]:
+    for group, commands in [
+        ("claims", ("diff", "excerpt", "sensitivity")),
+        ("config", ("docs", "check")),
+    ]:
         text = ibrobust(group, "--help").stdout
         for c in commands:
             assert any(ln.split()[:1] == [c] and len(ln.split()) > 2 for ln in text.splitlines())
