@@ -95,7 +95,7 @@ use rule claims as claims_scale with:
 
 # The ledger of the sweep siblings of the overlays loaded (`snakemake --configfile
 # configs/sweep_<kind>.yaml -- claims_sweep`; `--config only_studies=[a,b]` for some of them): each sibling judged like any study (all its
-# outputs); `ibrobust claims sensitivity` compares it with the base ledger
+# outputs); `ibrobust claims sweep` compares it with the base ledger
 # (ibrobust.ledger.sensitivity).
 use rule claims as claims_sweep with:
     input:

@@ -2,7 +2,7 @@
 
     ibrobust claims diff BEFORE.csv AFTER.csv [--format md|csv] [--all]
     ibrobust claims excerpt LEDGER.csv [--rows 8] [--readme README.md]
-    ibrobust claims sensitivity BASE.csv [SWEEP.csv ...] --overlay configs/sweep_*.yaml ...
+    ibrobust claims sweep BASE.csv [SWEEP.csv ...] --overlay configs/sweep_*.yaml ...
     ibrobust config docs [--check]
     ibrobust config check FILE...
     ibrobust replay [SPOOL_DIR] [--tracking-uri URI] [--serve STORE_URI] ...
@@ -175,7 +175,7 @@ def parser() -> argparse.ArgumentParser:
         prog="ibrobust", description="Helper commands of the ibrobust workflow."
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    claims = _group(sub, "claims", "compare ledgers; the README's ledger excerpt")
+    claims = _group(sub, "claims", "compare ledgers; the README's ledger excerpt; sweeps")
     d = _command(claims, "diff", claims_diff, "what changed between two ledger CSVs")
     d.add_argument("before", type=Path, help="the earlier ledger (claims.csv)")
     d.add_argument("after", type=Path, help="the later ledger")
@@ -185,7 +185,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("ledger", type=Path, help="claims.csv written by `snakemake claims`")
     e.add_argument("--rows", type=int, default=8, help="claims shown (default 8)")
     e.add_argument("--readme", type=Path, help="splice between its claims-excerpt markers")
-    s = _command(claims, "sensitivity", claims_sensitivity,
+    s = _command(claims, "sweep", claims_sensitivity,
                  "is each verdict the same across the settings a sweep varies?")  # fmt: skip
     s.add_argument("base", type=Path, help="the base ledger (e.g. docs/ledger/current.csv)")
     s.add_argument("sweep", type=Path, nargs="*", help="the siblings' ledgers (claims_sweep)")

@@ -47,7 +47,7 @@ def test_help_lists_every_command_with_its_help():
                         ("replay", "replay spooled MLflow runs")]:  # fmt: skip
         assert any(ln.split()[:1] == [name] and words in ln for ln in out.stdout.splitlines())
     for group, commands in [
-        ("claims", ("diff", "excerpt", "sensitivity")),
+        ("claims", ("diff", "excerpt", "sweep")),
         ("config", ("docs", "check")),
     ]:
         text = ibrobust(group, "--help").stdout

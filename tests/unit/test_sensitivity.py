@@ -264,7 +264,7 @@ def test_the_flag_shows_next_to_fragile_in_every_rendering(tmp_path):
 
 
 def test_the_command_flags_the_shipped_ledger_from_a_sweep_ledger(tmp_path):
-    """``ibrobust claims sensitivity`` on the shipped ledger, the PRICE-LIN sweep overlay
+    """``ibrobust claims sweep`` on the shipped ledger, the PRICE-LIN sweep overlay
     and a hand-made siblings' ledger: one sibling reads price.no_edge_regime as holds."""
     from ibrobust import cli
 
@@ -276,7 +276,7 @@ def test_the_command_flags_the_shipped_ledger_from_a_sweep_ledger(tmp_path):
     same = rows.assign(study="price_linear__stop1em3")
     pd.concat([flipped, same]).to_csv(tmp_path / "sweep.csv", index=False)
     status = cli.main(
-        ["claims", "sensitivity", str(root / "docs" / "ledger" / "current.csv"),
+        ["claims", "sweep", str(root / "docs" / "ledger" / "current.csv"),
          str(tmp_path / "sweep.csv"), "--config", str(root / "config.yaml"),
          "--overlay", str(root / "configs" / "sweep_price_linear.yaml"),
          "--md", str(tmp_path / "s.md"), "--ledger", str(tmp_path / "flagged")]

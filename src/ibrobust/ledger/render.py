@@ -133,7 +133,7 @@ def ledger_markdown(df: pd.DataFrame, title: str = "Claims ledger") -> str:
         "Each rule was derived from the quoted source before a number judged it; *fragile* "
         "marks a verdict that changes when any one unit (seed, draw or run) is left out; "
         "*setting-dependent* one that flips within the plausible range of a setting the "
-        "source leaves open (`ibrobust claims sensitivity`).",
+        "source leaves open (`ibrobust claims sweep`).",
         "",
     ]
     # one entry per claim and rule: a claim whose rule differs by setting (e.g. per readout)
