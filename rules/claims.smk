@@ -4,7 +4,13 @@
 # claims of other outputs and studies are "not run", with the reason); editing a claim declaration changes only this rule's code hash, so only the
 # ledger reruns.
 from ibrobust.ledger.prereg import revised_notes  # noqa: E402
+from ibrobust.ledger.sensitivity import base_name  # noqa: E402
 from ibrobust.ledger.table import claims_modules, ledger_inputs  # noqa: E402
+
+# the sibling studies of the sweep overlays loaded (configs/sweep_*.yaml: <base>__<tag>);
+# with only_studies, those of them it names (a sweep run in parts)
+SWEEP_SIBLINGS = [s for s in (config["only_studies"] or BASE_STUDIES) if base_name(s) is not None]
+CLAIMS_LEDGER_SWEEP = [f"results/claims/sweep/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]
 
 # the ledger also goes onto the invocation's parent MLflow run (folder claims/)
 PARENT_ARTIFACTS.update(
@@ -14,7 +20,7 @@ PARENT_ARTIFACTS.update(
 
 # figures, tables and the ledger: seconds of work each, so they run in the Snakemake
 # process's own machine even under --profile profiles/slurm (no sbatch per figure)
-localrules: claims, claims_all, claims_scale
+localrules: claims, claims_all, claims_scale, claims_sweep
 
 
 rule claims:
@@ -90,4 +96,26 @@ use rule claims as claims_scale with:
         rungs={s: vars(r) for s, r in SCALE_RUNGS.items()},
         level=config["ledger"]["level"],
         revised=revised_notes(),
+        code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
+
+
+# The ledger of the sweep siblings of the overlays loaded (`snakemake --configfile
+# configs/sweep_<kind>.yaml -- claims_sweep`; `--config only_studies=[a,b]` for some of them): each sibling judged like any study (all its
+# outputs); `ibrobust claims sweep` compares it with the base ledger
+# (ibrobust.ledger.sensitivity).
+use rule claims as claims_sweep with:
+    input:
+        ledger_inputs({s: STUDIES[s]["kind"] for s in SWEEP_SIBLINGS},
+                      {f for s in SWEEP_SIBLINGS for f in study_outputs(s)}),
+    output:
+        html="results/claims/sweep/claims.html",
+        md="results/claims/sweep/claims.md",
+        csv="results/claims/sweep/claims.csv",
+        png="results/claims/sweep/claims.png",
+        pdf="results/claims/sweep/claims.pdf",
+    log:
+        "results/logs/claims/claims_sweep.log",
+    params:
+        config=lambda w: dict(ledger_config(SWEEP_SIBLINGS), only_studies=SWEEP_SIBLINGS),
+        level=config["ledger"]["level"],
         code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),

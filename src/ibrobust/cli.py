@@ -4,6 +4,7 @@
     ibrobust claims excerpt LEDGER.csv [--rows 8] [--readme README.md]
     ibrobust claims render LEDGER.csv [--md OUT.md] [--html OUT.html]
     ibrobust claims prereg [--check] [--repo .]
+    ibrobust claims sweep BASE.csv [SWEEP.csv ...] --overlay configs/sweep_*.yaml ...
     ibrobust config docs [--check]
     ibrobust config check FILE...
     ibrobust sync [--tracking-uri URI] [--experiment NAME] ...
@@ -90,6 +91,85 @@ def claims_prereg(a: argparse.Namespace) -> int:
     return 0
 
 
+def sweep_config(base: Path, overlays: Sequence[Path]) -> tuple[dict, dict[str, str]]:
+    """The validated config of ``base`` with the sweep ``overlays`` merged as Snakemake
+    merges --configfile (nested mappings key by key, later files win), and each overlay
+    study -> the overlay declaring it."""
+    from ibrobust.config import load_schema, validate_config
+    from ibrobust.config.docs import SCHEMA
+    from ibrobust.config.overlay import load_file
+
+    def merged(a: dict, b: dict) -> dict:
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = (
+                merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+            )
+        return out
+
+    cfg = load_file(base)
+    where: dict[str, str] = {}
+    for f in overlays:
+        doc = load_file(f) or {}
+        where.update({s: str(f) for s in doc.get("studies", {})})
+        cfg = merged(cfg, doc)
+    return validate_config(cfg, load_schema(SCHEMA)), where
+
+
+def claims_sensitivity(a: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ibrobust.claims.verdicts import JUDGED
+    from ibrobust.io import save_csv
+    from ibrobust.ledger import sensitivity as sv
+    from ibrobust.ledger.render import ledger_html, ledger_markdown, read_ledger
+
+    cfg, where = sweep_config(a.config, a.overlay)
+    sibs = sv.siblings(cfg, list(where))
+    base = read_ledger(a.base)
+    sweep = pd.concat([read_ledger(f) for f in a.sweep]) if a.sweep else base.iloc[:0]
+    ran = set(sweep[sweep["verdict"].isin(JUDGED)]["study"]) & set(sibs)
+    profile = sv.profile_cpu_s(pd.read_csv(a.profile)) if a.profile else {}
+    costs = sv.cost_table(sibs, profile, ran, where)
+    level = float(base["level"].iloc[0]) if len(base) else 0.95
+    recorded, notes = {}, []
+    for f in a.recorded:
+        rows, rsibs, why = sv.recorded_rows(pd.read_csv(f), base, level)
+        sweep = pd.concat([sweep, rows]) if len(sweep) else rows
+        recorded.update(rsibs)
+        notes += [f"{f}: {w}" for w in why]
+    judged = {s: sibs[s] for s in ran} | recorded
+    table = sv.sensitivity(base, sweep, judged)
+    why_not = sv.pending_reasons(costs)
+    for study in {s.base for s in judged.values()}:  # siblings ran, none judges the row
+        cuts = sorted({c.key for s in judged.values() if s.base == study for c in s.cuts})
+        text = "no sibling that ran judges it" + (
+            f" (their cuts: {', '.join(cuts)})" if cuts else ""
+        )
+        why_not[study] = f"{text}; {why_not[study]}" if study in why_not else text
+    annotated = sv.annotate(base, table, why_not)
+    text = sv.sensitivity_markdown(annotated, table, costs, recorded=sorted(a.recorded))
+    if a.md is None:
+        sys.stdout.write(text)
+    else:
+        a.md.write_text(text)
+    if a.csv is not None:
+        save_csv(a.csv, table)
+    if a.ledger is not None:
+        save_csv(a.ledger.with_suffix(".csv"), annotated)
+        a.ledger.with_suffix(".md").write_text(ledger_markdown(annotated))
+        a.ledger.with_suffix(".html").write_text(ledger_html(annotated))
+    for n in notes:
+        print(n, file=sys.stderr)
+    flagged = annotated["setting_dependent"].astype(str)
+    print(
+        f"{len(sibs)} siblings ({len(ran)} ran); setting-dependent: "
+        f"{(flagged == 'True').sum()} yes, {(flagged == 'False').sum()} no",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def config_docs(a: argparse.Namespace) -> int:
     from ibrobust.config import load_schema
     from ibrobust.config.docs import SCHEMA, render
@@ -136,7 +216,9 @@ def parser() -> argparse.ArgumentParser:
         prog="ibrobust", description="Helper commands of the ibrobust workflow."
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    claims = _group(sub, "claims", "compare ledgers; render one; the README's ledger excerpt")
+    claims = _group(
+        sub, "claims", "compare ledgers; render one; the README's ledger excerpt; sweeps"
+    )
     d = _command(claims, "diff", claims_diff, "what changed between two ledger CSVs")
     d.add_argument("before", type=Path, help="the earlier ledger (claims.csv)")
     d.add_argument("after", type=Path, help="the later ledger")
@@ -153,6 +235,19 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("ledger", type=Path, help="claims.csv written by `snakemake claims`")
     r.add_argument("--md", type=Path, help="default: the CSV's path with .md")
     r.add_argument("--html", type=Path, help="default: the CSV's path with .html")
+    s = _command(claims, "sweep", claims_sensitivity,
+                 "is each verdict the same across the settings a sweep varies?")  # fmt: skip
+    s.add_argument("base", type=Path, help="the base ledger (e.g. docs/ledger/current.csv)")
+    s.add_argument("sweep", type=Path, nargs="*", help="the siblings' ledgers (claims_sweep)")
+    s.add_argument("--overlay", type=Path, nargs="+", required=True,
+                   help="the sweep overlays (configs/sweep_*.yaml), run or not")  # fmt: skip
+    s.add_argument("--config", type=Path, default=Path("config.yaml"), help="default: config.yaml")
+    s.add_argument("--profile", type=Path, help="a job profile (benchmarks/profiles/*.csv)")
+    s.add_argument("--recorded", type=Path, nargs="*", default=[],
+                   help="siblings measured earlier, as numbers (configs/sweep_*.csv)")  # fmt: skip
+    s.add_argument("--md", type=Path, help="write the table here (default: stdout)")
+    s.add_argument("--csv", type=Path, help="write the per-sibling comparison here")
+    s.add_argument("--ledger", type=Path, help="write the flagged ledger as PREFIX.csv/.md/.html")
     config = _group(sub, "config", "the configuration reference; checking config files")
     c = _command(config, "docs", config_docs, "print docs/config.md, generated from the schema")
     c.add_argument("--check", action="store_true", help="exit 1 if ./docs/config.md differs")

@@ -47,7 +47,7 @@ def test_help_lists_every_command_with_its_help():
                         ("sync", "sync the run records")]:  # fmt: skip
         assert any(ln.split()[:1] == [name] and words in ln for ln in out.stdout.splitlines())
     for group, commands in [
-        ("claims", ("diff", "excerpt", "render")),
+        ("claims", ("diff", "excerpt", "render", "sweep")),
         ("config", ("docs", "check")),
     ]:
         text = ibrobust(group, "--help").stdout

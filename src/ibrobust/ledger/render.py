@@ -59,13 +59,33 @@ def is_fragile(row: Mapping) -> bool:
     return str(row.get("fragile", "")).strip().lower() == "true"
 
 
+def is_setting_dependent(row: Mapping) -> bool:
+    """Whether the row's verdict flips within the plausible range of a setting the source
+    leaves open (the ledger's ``setting_dependent`` column, :mod:`ibrobust.ledger.sensitivity`:
+    True, False or empty for not assessed)."""
+    return str(row.get("setting_dependent", "")).strip().lower() == "true"
+
+
+def flags_text(row: Mapping) -> str:
+    """`` (fragile, setting-dependent)``: the row's flags after its verdict, or empty."""
+    flags = [f for f, on in (("fragile", is_fragile(row)),
+                             ("setting-dependent", is_setting_dependent(row))) if on]  # fmt: skip
+    return f" ({', '.join(flags)})" if flags else ""
+
+
 def verdict_cell(row: Mapping) -> str:
     revised = f" (*{row['revised']}*)" if row.get("revised") else ""
     if row["verdict"] not in JUDGED:
         return f"{row['verdict']}: {row['reason']}{revised}"
-    text = f"**{row['verdict']}**" + (" (fragile)" if is_fragile(row) else "") + revised
+    text = f"**{row['verdict']}**" + flags_text(row) + revised
     reasons = [
-        r for r in (row["reason"], row.get("fragile_reason", "") if is_fragile(row) else "") if r
+        r
+        for r in (
+            row["reason"],
+            row.get("fragile_reason", "") if is_fragile(row) else "",
+            row.get("setting_dependent_reason", "") if is_setting_dependent(row) else "",
+        )
+        if r
     ]
     return f"{text}: {'; '.join(reasons)}" if reasons else text
 
@@ -112,7 +132,9 @@ RULES_INTRO = (
     "Each rule is derived from the quoted source under the form of its statement (column "
     "form); *revised after the result* marks a rule changed after a committed ledger held its "
     "number (docs/ledger/preregistration.csv, computed from git); *fragile* marks a verdict "
-    "that changes when any one unit (seed, draw or run) is left out."
+    "that changes when any one unit (seed, draw or run) is left out; *setting-dependent* one "
+    "that flips within the plausible range of a setting the source leaves open (`ibrobust "
+    "claims sweep`)."
 )
 
 
@@ -217,6 +239,7 @@ def ledger_html(df: pd.DataFrame, title: str = "Claims ledger") -> str:
         total=len(df),
         verdicts=verdicts,
         fragile=int(sum(is_fragile(r) for _, r in df.iterrows())),
+        setting_dependent=int(sum(is_setting_dependent(r) for _, r in df.iterrows())),
         level=_pct(df),
         headers=HEADERS,
         widths=WIDTHS,
@@ -255,6 +278,10 @@ def _html_row(r: pd.Series, studies: list[str]) -> dict:
         fragile=is_fragile(r),
         reason=r["reason"],
         fragile_reason=r.get("fragile_reason", "") if is_fragile(r) else "",
+        setting_dependent=is_setting_dependent(r),
+        setting_dependent_reason=r.get("setting_dependent_reason", "")
+        if is_setting_dependent(r)
+        else "",
         revised=r.get("revised", ""),
         rule=r["rule"],
         derivation=r["derivation"],
@@ -279,7 +306,7 @@ def readme_excerpt(
     pick = pd.concat([ran, df[~df["verdict"].isin(JUDGED)]]).head(max_rows)
     lines = ["| claim | setting | paper | ours | verdict |", "|---|---|---|---|---|"]
     for _, r in pick.iterrows():
-        v = r["verdict"] + (" (fragile)" if is_fragile(r) else "")
+        v = r["verdict"] + flags_text(r)
         cells = [f"`{r['id']}`", r["setting"], r["paper"], ours_cell(r), v]
         lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
     counts = df["verdict"].value_counts()
@@ -351,6 +378,7 @@ def read_ledger(path: str | Path) -> pd.DataFrame:
     df = df.reindex(columns=[*COLUMNS, *(c for c in df if c not in COLUMNS)])
     df["lower_bound"] = df["lower_bound"].astype(str).str.lower() == "true"
     # True, False or empty (not assessed), as written; the CSV holds their text
-    df["fragile"] = [{"true": True, "false": False}.get(str(v).strip().lower(), "")
-                     for v in df["fragile"]]  # fmt: skip
+    for col in ("fragile", "setting_dependent"):
+        df[col] = [{"true": True, "false": False}.get(str(v).strip().lower(), "")
+                   for v in df[col]]  # fmt: skip
     return df

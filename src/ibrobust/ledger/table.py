@@ -73,6 +73,8 @@ COLUMNS = [
     "fragile_reason",
     "revised",
     "form",
+    "setting_dependent",  # ibrobust.ledger.sensitivity: True / False / "" (not assessed)
+    "setting_dependent_reason",
     "rule",
     "derivation",
     "strong_lo",

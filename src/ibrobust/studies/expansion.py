@@ -171,7 +171,12 @@ def expand_scale(cfg: dict, schema: dict) -> dict:
     for rung, r in scale_rungs(out).items():
         if rung != r.ladder:
             st = out["studies"][rung]
-            kinds.STUDIES.load(st["kind"]).check(out, st, f"studies.{r.ladder}.scale ({rung})")
+            try:
+                kinds.STUDIES.load(st["kind"]).check(out, st, f"studies.{r.ladder}.scale ({rung})")
+            except ConfigError as err:  # the message starts with the key the user wrote
+                raise ConfigError(
+                    f"config key studies.{r.ladder}.scale: the rung {rung}: {err}"
+                ) from None
     return out
 
 

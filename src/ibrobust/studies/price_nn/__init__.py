@@ -236,6 +236,8 @@ def _check_half(cfg: dict, half: dict, w: str) -> None:
             raise ConfigError(
                 f"config key optimizers.{o}.adversarial.norm: {w} trains against l_inf PGD"
             )
+    if not half["eps"]:  # a scale ladder's overrides reach here without the schema's minItems
+        raise ConfigError(f"config key {w}.eps: empty; the half trains at one eps at least")
     part = {**half, "radii": sorted({float(e) for e in half["eps"]})}
     if len(part["radii"]) < 2:
         part["radii"] = [0.0, *part["radii"]] if part["radii"][0] else part["radii"]
