@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ibrobust.ledger import recorded
 from ibrobust.ledger import sensitivity as sv
 from ibrobust.ledger.render import ledger_html, ledger_markdown, read_ledger, verdict_cell
 from ibrobust.ledger.table import COLUMNS
@@ -339,4 +340,4 @@ def test_recorded_siblings_are_re_judged_by_the_base_ledger_s_rule(tmp_path):
     assert sv.interval_verdict(0.031, 0.05, BOUNDS) == "does not hold"
     assert sv.interval_verdict(0.02, 0.05, BOUNDS) == "inconclusive"
     with pytest.raises(ValueError, match="'key: base -> value'"):
-        sv._change_of("lr 0.5 0.1")
+        recorded._change_of("lr 0.5 0.1")
