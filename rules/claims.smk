@@ -3,7 +3,10 @@
 # default target builds for the invocation's studies (only_studies, else the enabled ones;
 # claims of other outputs and studies are "not run", with the reason); editing a claim declaration changes only this rule's code hash, so only the
 # ledger reruns.
-from ibrobust.ledger.prereg import revised_notes  # noqa: E402
+from ibrobust.ledger.prereg import RECORD, revised_notes  # noqa: E402
+
+# the committed pre-registration record, in the checkout (also when Snakemake runs with -d)
+REVISED = revised_notes(os.path.join(workflow.basedir, RECORD))
 from ibrobust.ledger.sensitivity import base_name  # noqa: E402
 from ibrobust.ledger.table import claims_modules, ledger_inputs  # noqa: E402
 
@@ -41,7 +44,7 @@ rule claims:
         level=config["ledger"]["level"],
         # the committed pre-registration record's notes (docs/ledger/preregistration.csv,
         # `ibrobust claims prereg`): a row whose rule changed after its number was known
-        revised=revised_notes(),
+        revised=REVISED,
         # the claim declarations and the optimizer kinds they read (PRICE-LIN's algorithms)
         code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
     threads: 1
@@ -71,7 +74,7 @@ use rule claims as claims_all with:
     params:
         config=lambda w: dict(ledger_config(BASE_STUDIES), only_studies=BASE_STUDIES),
         level=config["ledger"]["level"],
-        revised=revised_notes(),
+        revised=REVISED,
         code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
 
 
@@ -95,7 +98,7 @@ use rule claims as claims_scale with:
         config=lambda w: dict(ledger_config(list(SCALE_RUNGS)), only_studies=list(SCALE_RUNGS)),
         rungs={s: vars(r) for s, r in SCALE_RUNGS.items()},
         level=config["ledger"]["level"],
-        revised=revised_notes(),
+        revised=REVISED,
         code=code("claims_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),
 
 
