@@ -358,3 +358,11 @@ onsuccess:
 onerror:
     TRACKING.end("KILLED" if _signals.stopped_by_signal() else "FAILED")
     _signals.exit_without_teardown()  # a stopped run ends once Snakemake is done
+
+
+def main_grid_wildcards(w):
+    """A job's wildcards plus ``grid="main"``: the attack job's main radius grid, for a rule
+    that repeats it (PRELU's prelu_refine)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**dict(w.items()), grid="main")

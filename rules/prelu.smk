@@ -100,13 +100,8 @@ rule prelu_mnist_figures:
 
 # the refined critical radius (synthetic `refine`): per run, the attack job's grid again (same
 # attacks, radii, points and random stream) and each point's grid cell bisected to the
-# tolerance under the worst case over the attacks (ibrobust.stages.radii)
-def _prelu_attack_wildcards(w):
-    from types import SimpleNamespace
-
-    return SimpleNamespace(**dict(w.items()), grid="main")
-
-
+# tolerance under the worst case over the attacks (ibrobust.stages.radii); main_grid_wildcards:
+# rules/common.smk
 rule prelu_refine:
     input:
         data="results/datasets/{dataset}/seed{seed}/data.npz",
@@ -120,14 +115,14 @@ rule prelu_refine:
     benchmark:
         "results/benchmarks/prelu_refine/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.tsv"
     params:
-        attacks=lambda w: attack_params(_prelu_attack_wildcards(w)),
-        radii=lambda w: attack_radii(_prelu_attack_wildcards(w)),
-        points=lambda w: attack_points(_prelu_attack_wildcards(w)),
+        attacks=lambda w: attack_params(main_grid_wildcards(w)),
+        radii=lambda w: attack_radii(main_grid_wildcards(w)),
+        points=lambda w: attack_points(main_grid_wildcards(w)),
         task=attack_task,
         seed=lambda w: int(w.seed),
         tolerance=lambda w: float(STUDIES[w.study]["synthetic"]["refine"]["tolerance"]),
         code=lambda w: code("prelu_refine", kind_module("models", w.model),
-                            *kind_modules("attacks", attack_params(_prelu_attack_wildcards(w)))),
+                            *kind_modules("attacks", attack_params(main_grid_wildcards(w)))),
     threads: 1
     resources:
         mem_mb=4000,
