@@ -121,15 +121,21 @@ def current_rules(config: Mapping) -> tuple[dict[str, frozenset[Rule]], dict, di
     """Per claim id of the config's studies (scale rungs aside): its rules, form and study
     package, as the working tree declares them."""
     rules: dict[str, set[Rule]] = {}
+    idle: dict[str, set[Rule]] = {}  # declarations in studies not designed to judge the claim
     forms: dict[str, str] = {}
     package: dict[str, str] = {}
     for so in study_outputs(config):
         if "@" in so.ctx.name:
             continue
         for c in CLAIMS[so.kind].claims(so.ctx):
-            rules.setdefault(c.id, set()).add(_rule((*c.rule.strong, *c.rule.weak), c.measure))
+            judged = c.not_applicable is None or not c.not_applicable(so.ctx)
+            into = rules if judged else idle
+            into.setdefault(c.id, set()).add(_rule((*c.rule.strong, *c.rule.weak), c.measure))
             forms[c.id] = c.form
             package[c.id] = STUDIES.module_name(so.kind).replace(".", "/")
+    # a claim's rule is the one of the studies that judge it (one verdict per claim; e.g. the
+    # limit claims' weak bound follows each study's eps grid), else of those that declare it
+    rules = {k: rules.get(k) or idle[k] for k in forms}
     return {k: frozenset(v) for k, v in rules.items()}, forms, package
 
 
