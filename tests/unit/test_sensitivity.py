@@ -272,7 +272,9 @@ def test_the_command_flags_the_shipped_ledger_from_a_sweep_ledger(tmp_path):
     root = Path(__file__).resolve().parents[2]
     base = read_ledger(root / "docs" / "ledger" / "current.csv")
     rows = base[(base["study"] == "price_linear") & (base["id"] == "price.no_edge_regime")]
-    flipped = rows.assign(study="price_linear__c4", verdict="holds", ours_mean=0.0,
+    # the sibling reads the opposite decisive verdict of the shipped row, whatever that is
+    other_verdict = "does not hold" if rows["verdict"].iloc[0] == "holds" else "holds"
+    flipped = rows.assign(study="price_linear__c4", verdict=other_verdict, ours_mean=0.0,
                           ci_lo=-0.005, ci_hi=0.005)  # fmt: skip
     same = rows.assign(study="price_linear__stop1em3")
     pd.concat([flipped, same]).to_csv(tmp_path / "sweep.csv", index=False)
@@ -292,7 +294,7 @@ def test_the_command_flags_the_shipped_ledger_from_a_sweep_ledger(tmp_path):
     r = one("price_linear", "price.no_edge_regime")
     assert str(r["setting_dependent"]) == "True"
     assert r["setting_dependent_reason"].startswith(
-        "flips at c_scale = 4 (base 1) in lin_gd_c4, lin_cd_c4: holds, 0"
+        f"flips at c_scale = 4 (base 1) in lin_gd_c4, lin_cd_c4: {other_verdict}, 0"
     )
     assert "same at stopping.loss_threshold = 0.001 (base 0.0001)" in r.setting_dependent_reason
     # the sweep's other rows: siblings that did not run make them "not assessed", with the cost
@@ -304,7 +306,10 @@ def test_the_command_flags_the_shipped_ledger_from_a_sweep_ledger(tmp_path):
         f"sweep {overlay} not run (4 siblings: "
     )
     md = (tmp_path / "s.md").read_text()
-    assert "| price_linear | `price.no_edge_regime` |" in md and "**flips**" in md
+    # the table lists the negative and weaker base rows only (the shipped row's verdict decides)
+    listed = rows["verdict"].iloc[0] in ("does not hold", "holds weaker")
+    assert ("| price_linear | `price.no_edge_regime` |" in md) == listed
+    assert ("**flips**" in md) == listed
 
 
 def test_recorded_siblings_are_re_judged_by_the_base_ledger_s_rule(tmp_path):
