@@ -48,6 +48,7 @@ REPO_FILES = [
     "envs",
     "profiles",
     "report",
+    "docs/ledger/preregistration.csv",  # the ledger's "revised after the result" notes
 ]
 
 # Every declared output of Study FA (rules/targets.smk: study_outputs("fa")).
@@ -361,6 +362,7 @@ def copy_repo(dst: Path, with_src: bool = False) -> Path:
         if s.is_dir():
             shutil.copytree(s, dst / name, ignore=ignore)
         else:
+            (dst / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(s, dst / name)
     return dst / "Snakefile"
 
