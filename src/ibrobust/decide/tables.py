@@ -12,6 +12,13 @@ import pandas as pd
 from ibrobust.decide.planner import Plan
 
 
+def apply_command(plan_yaml: str) -> str:
+    """The command that applies a plan: the target before ``--configfile``, which takes
+    every word after it as a config file (``--configfile plan.yaml decide`` reads a config
+    file named ``decide``)."""
+    return f"snakemake decide --configfile {plan_yaml}"
+
+
 def _n(v, fmt: str = "{:.0f}") -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)) or v == "":
         return "-"
