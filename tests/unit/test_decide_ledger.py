@@ -109,3 +109,21 @@ def test_deciding_look_and_job_cpu():
     assert deciding_look(["does not hold", "holds weaker"]) == 2
     line = "2026-01-01 00:00:00 INFO x: phases wall=3.1 cpu=2.5 startup=1.0 data=0.1\n"
     assert job_cpu("start x\n" + line) == 2.5 and job_cpu("no phases here") is None
+
+
+def test_measured_cpu_is_split_by_the_study_in_each_job_logs_path():
+    from ibrobust.decide.tables import cpu_by_study, look_summary
+
+    jobs = [
+        ("results/logs/train/fa/clusters/two_layer/gd/binary/seed3.log", 10.0),
+        ("results/logs/attack/fa/clusters/x/seed3.log", 2.5),
+        ("results/logs/train/prelu/p/seed2.log", 4.0),
+        ("results/logs/dataset/clusters/seed3.log", 1.0),  # a dataset: no study
+        ("results/logs/figures/fa/fa.log", None),  # no phases line: not counted
+    ]
+    by = cpu_by_study(jobs, ["fa", "prelu", "margin"])
+    assert by == {"fa": 12.5, "prelu": 4.0, "shared": 1.0}
+    ledger = pd.DataFrame({"verdict": ["holds"], "fragile": [False]})
+    text = look_summary(ledger, ledger, {"fa": 11.0, "prelu": 3.0}, by)
+    assert "measured (the jobs' own records since the plan): 18" in text
+    assert "| fa | 11 | 12 |" in text and "| shared | - | 1 |" in text
