@@ -14,12 +14,11 @@ import pytest
 from ibrobust.claims.core import NotRun, StudyContext
 from ibrobust.studies.feature_averaging.claims_radius import binary_strong_hi
 from ibrobust.studies.feature_averaging.measures import (
-    base_cell,
     falls_to,
     kclass_clean_accuracy,
     near_zero_radius,
-    sweep_slope,
 )
+from ibrobust.studies.feature_averaging.sweep_measures import base_cell, sweep_slope
 
 GRID = [0.0, 5.0, 10.0, 15.0, 20.0]
 
