@@ -109,6 +109,21 @@ def t_ends(values: Sequence[float], t: float) -> tuple[float, float]:
     return v.mean() - half, v.mean() + half
 
 
+def near_zero_ends(zero: Sequence[float], t: float, scale: float = 10.0, radii=None):
+    """The interval fa.binary_radius reports for :func:`fa_curve` crossings ``zero`` (over
+    ``scale`` = sqrt(d/k)): their t interval widened by the grid brackets' reach, below to the
+    mean of the lower grid radii and above to the mean of the upper ones."""
+    radii = FA_RADII if radii is None else radii
+    lows, highs = [], []
+    for z in zero:
+        j = next(i for i, e in enumerate(radii) if e >= z)
+        lows.append(radii[max(j - 1, 0)] / scale)
+        highs.append(radii[j] / scale)
+    v = [z / scale for z in zero]
+    lo, hi = t_ends(v, t)
+    return lo - (np.mean(v) - np.mean(lows)), hi + (np.mean(highs) - np.mean(v))
+
+
 def write(results: Path, study: str, rel: str, df: pd.DataFrame) -> Path:
     """``df`` at results/<study>/<rel>, as the jobs write it (save_csv)."""
     path = results / study / rel
@@ -217,16 +232,81 @@ def fa_summary(
     return per_readout(df, list(readouts))
 
 
+FA_RADII = (
+    0.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+    9.0,
+    10.0,
+    11.0,
+    12.0,
+    13.0,
+    14.0,
+    15.0,
+    16.0,
+    18.0,
+    20.0,
+    22.0,
+    24.0,
+    28.0,
+    32.0,
+)  # config.yaml's studies.fa.radii
+
+
+def fa_curve(
+    zero=(9.0, 9.5, 8.5),
+    dataset="clusters_d1000",
+    readouts=READOUTS,
+    radii=FA_RADII,
+    n=1000,
+    level=0.1,
+) -> pd.DataFrame:
+    """Rows as workflow_scripts/fa_figures.py writes robust_accuracy_vs_radius.csv: per seed
+    the 2-class net's worst-case curve over ``radii``, which falls to ``level`` exactly at
+    ``zero[s]`` under linear interpolation (NaN: never that low on the grid), repeated under
+    each readout; the reference net's curve at 1.0 everywhere."""
+    rows = []
+    for s, z in enumerate(zero):
+        acc = [1.0] * len(radii)  # NaN: never falls to the level on the grid
+        if not math.isnan(z):
+            j = next(i for i, e in enumerate(radii) if e >= z)  # the crossing's upper radius
+            acc = [1.0] * j + [0.0] * (len(radii) - j)
+            if j > 0:  # between radii[j - 1] and radii[j], a fraction f of the way
+                f = (z - radii[j - 1]) / (radii[j] - radii[j - 1])
+                if f < 0.9:
+                    acc[j - 1] = level / (1 - f)  # from there to 0 at radii[j]
+                else:
+                    acc[j] = 1 - (1 - level) / f  # from 1 at radii[j - 1] to there
+        for ro in readouts or [None]:
+            for e, a in zip(radii, acc, strict=True):
+                for kind, model, acc_ in (
+                    ("two_layer", "two_layer_m5", a),
+                    ("robust_reference", "robust_reference", 1.0),
+                ):
+                    rows.append(dict(attack="worst", eps=e, robust_acc=acc_, n=n,
+                                     dataset=dataset, model=model, optimizer="gd",
+                                     supervision="binary", seed=s, readout=ro,
+                                     model_kind=kind))  # fmt: skip
+    df = pd.DataFrame(rows)
+    return df.drop(columns="readout") if readouts is None else df
+
+
 def fa_scaling(
     slope: float | Sequence[float] = -0.5,
     d: int = 1000,
     seeds=(0, 1),
     slope_d: float | Sequence[float] = 0.5,
+    lambdas: Mapping[str, tuple[float, float | Sequence[float]]] | None = None,
 ) -> pd.DataFrame:
     """Rows as fa_scaling_figure writes them (ibrobust.studies.feature_averaging.scaling.scaling_table):
     sweep over k at d: binary radius = sqrt(d) k^slope; sweep over d at k = 10: binary radius
     = d^slope_d / sqrt(10); a sequence gives each seed its own slope; the 2-class rows
-    repeat under each readout."""
+    repeat under each readout. ``lambdas``: column -> (intercept, slope): the sweep's nets
+    decomposed, the column = intercept + slope ln d on the d sweep's rows (a sequence of
+    slopes: one per seed; seed s's intercept is intercept + 0.1 s); ``decoupling_ratio``
+    goes on k-class rows (label multiclass), the others on the 2-class rows."""
 
     def per_seed(s, i):
         return s[i] if isinstance(s, Sequence) else s
@@ -237,10 +317,23 @@ def fa_scaling(
         points = [("k", k, d, k, d**0.5 * k**a) for k in (2, 4, 10, 20)]
         points += [("d", dd, dd, 10, dd**b / 10**0.5) for dd in (250, 500, 1000, 2000)]
         for key, value, dd, k, rb in points:
-            for label, r in (("binary", rb), ("robust reference", float("nan"))):
+            labels = [("binary", rb), ("robust reference", float("nan"))]
+            if lambdas and "decoupling_ratio" in lambdas:
+                labels.append(("multiclass", 2 * rb))
+            for label, r in labels:
+                extra = {}
+                for col, (a0, b0) in (lambdas or {}).items():
+                    if (col == "decoupling_ratio") != (label == "multiclass"):
+                        continue
+                    if label == "robust reference":
+                        continue
+                    extra[col] = (
+                        a0 + 0.1 * i + per_seed(b0, i) * math.log(dd) if key == "d" else math.nan
+                    )
                 for readout in READOUTS:
                     rows.append(
                         dict(
+                            **extra,
                             key=key,
                             dataset=f"clusters_d1000@{key}={value}",
                             model="two_layer_m5",

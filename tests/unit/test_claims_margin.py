@@ -101,7 +101,7 @@ def test_margin_one_run_study_judges_only_what_one_run_can(tmp_path):
     df = ledger(tmp_path, default_config(margin=True), files)
     reasons = {id_: one(df, "margin", id_).reason for id_ in (
         "margin.loss_below_float64", "margin.normalized_grows", "margin.epochs_to_threshold",
-        "margin.smoothed_monotone", "margin.smoothed_monotone_sgd", "margin.loss_rate",
+        "margin.smoothed_monotone", "margin.loss_rate",
         "margin.norm_rate", "margin.kkt_residual_falls", "margin.constant_lr_stalls")}  # fmt: skip
     assert {id_: one(df, "margin", id_).verdict for id_ in reasons} == dict.fromkeys(
         reasons, NOT_APPLICABLE
@@ -118,7 +118,6 @@ def test_margin_one_run_study_judges_only_what_one_run_can(tmp_path):
         "paper's 600 (60,000 images, batch 100) against this study's 1000 images, batch 100; "
         "judged with the paper-scale overlay configs/margin_paper.yaml",
         "margin.smoothed_monotone": "the study trains no constant run (training.flow unset)",
-        "margin.smoothed_monotone_sgd": one_run,
         "margin.loss_rate": NO_FLOW,
         "margin.norm_rate": "the study trains no constant run (training.flow unset)",
         "margin.kkt_residual_falls": one_run,
@@ -280,21 +279,20 @@ TWO_DIPS = [-1.0, -0.5, 1e-3, 0.9e-3, 0.8e-3, 3e-3]
 
 
 @pytest.mark.parametrize(
-    "smoothed, verdict",
-    [
-        ((RISING, RISING, RISING), HOLDS),  # (0, 0, 0) <= 0.1
-        ((ONE_DIP, ONE_DIP, ONE_DIP), WEAKER),  # 1/3 each: under 0.5, over 0.1
-        ((RISING, RISING, ONE_DIP), INCONCLUSIVE),  # 1/9 +- 0.478 straddles 0.5
-        ((TWO_DIPS, TWO_DIPS, TWO_DIPS), FAILS),  # 2/3 each
-    ],
+    "smoothed",
+    [(RISING, RISING, RISING), (ONE_DIP, ONE_DIP, ONE_DIP), (TWO_DIPS, TWO_DIPS, TWO_DIPS)],
 )
-def test_margin_smoothed_monotone_under_sgd(tmp_path, smoothed, verdict):
+def test_the_sgd_schedules_monotonicity_is_an_observation_not_a_claim(tmp_path, smoothed):
+    """The sources state the smoothed margin's monotonicity for gradient flow only: whether
+    the loss-based SGD schedule keeps it is the project's question, reported in the study's
+    summary (sep_frac_decreasing of the loss-based runs), with no ledger row."""
     runs = [run(i, smoothed=sm) for i, sm in enumerate(smoothed)]
-    df = ledger(tmp_path, small(), files_of(SMALL, runs))
-    row = one(df, SMALL, "margin.smoothed_monotone_sgd")
-    fracs = [sum(np.diff(sm[2:]) < 0) / 3 for sm in smoothed]
-    assert row.verdict == verdict
-    assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(fracs, T_975_2))
+    files = files_of(SMALL, runs)
+    df = ledger(tmp_path, small(), files)
+    assert "margin.smoothed_monotone_sgd" not in set(df.reset_index().id)
+    summary = files[(SMALL, "figures/summary.csv")]
+    per_run = summary[summary.schedule == "loss_based"].groupby("run").sep_frac_decreasing.first()
+    assert list(per_run) == pytest.approx([sum(np.diff(sm[2:]) < 0) / 3 for sm in smoothed])
     # the flow's own claim needs constant-step runs: margin_small has none
     row = one(df, SMALL, "margin.smoothed_monotone")
     assert (row.verdict, row.reason) == (

@@ -8,7 +8,14 @@ import math
 
 import pandas as pd
 import pytest
-from claims_fixtures import default_config, fa_margin_gradient, fa_scaling, fa_summary, write
+from claims_fixtures import (
+    default_config,
+    fa_curve,
+    fa_margin_gradient,
+    fa_scaling,
+    fa_summary,
+    write,
+)
 
 from ibrobust.decide.looks import (
     DECIDE_COLUMNS,
@@ -29,13 +36,15 @@ from ibrobust.ledger.table import COLUMNS, evaluate_study, study_outputs
 FA = ("fa", "figures/summary.csv")  # as tests/unit/test_claims.py names them
 FA_SCALING = ("fa", "figures/critical_radius_scaling.csv")
 FA_MARGIN = ("fa", "figures/margin_gradient_summary.csv")
+FA_CURVE = ("fa", "figures/robust_accuracy_vs_radius.csv")
 LOOKS = [{"fa.seeds": 2, "fa.scaling.seeds": 2}, {"fa.seeds": 3, "fa.scaling.seeds": 2}]
 
 
-def _fa(tmp_path, summary):
+def _fa(tmp_path, summary, curve=None):
     cfg = default_config()
+    curve = fa_curve() if curve is None else curve
     for (study, rel), df in {FA: summary, FA_SCALING: fa_scaling(),
-                             FA_MARGIN: fa_margin_gradient()}.items():  # fmt: skip
+                             FA_MARGIN: fa_margin_gradient(), FA_CURVE: curve}.items():  # fmt: skip
         write(tmp_path, study, rel, df)
     return next(so for so in study_outputs(cfg, tmp_path) if so.ctx.name == "fa")
 
@@ -60,7 +69,8 @@ def test_each_look_at_its_spent_level_and_the_first_rebuilt_from_its_units(tmp_p
                      universal=(10.0, 10.0), clean=(1.0, 1.0), fa_binary=(0.95, 0.97),
                      other_class=(0.05, 0.06), fa_multi=(0.05, 0.06),
                      cosine_binary=(0.44, 0.45))  # fmt: skip
-    first = _by_id(evaluate_study(_fa(tmp_path / "two", two), spend.level_at(1)))
+    first = _by_id(evaluate_study(_fa(tmp_path / "two", two, fa_curve(zero=(9.0, 9.5))),
+                                  spend.level_at(1)))  # fmt: skip
     rec = [r for r in records if r["id"] == "fa.binary_radius" and r["look"] == 1]
     assert len(rec) == 1 and rec[0]["n"] == 2 and rec[0]["units"] == "2 seeds"
     f = first[("fa.binary_radius", "clusters_d1000 (d=1000, k=10)")]

@@ -49,7 +49,7 @@ def scaling_slope(setting: str, key: str = "k"):
     return compute
 
 
-def _scaling_applies(key: str):
+def scaling_applies(key: str):
     def applies(ctx: StudyContext) -> str | None:
         sc = ctx.config.get("scaling")
         if sc is None:
@@ -106,7 +106,7 @@ def scaling_claims(binary: str) -> list[Claim]:
             ),
             compute=along(scaling_slope(binary, "k"), "log k at fixed d (the sweep)"),
             sources=("scaling",),
-            applies=_scaling_applies("k"),
+            applies=scaling_applies("k"),
         ),
         Claim(
             id="fa.scaling_slope_d",
@@ -129,6 +129,6 @@ def scaling_claims(binary: str) -> list[Claim]:
             ),
             compute=along(scaling_slope(binary, "d"), "log d at fixed k (the sweep)"),
             sources=("scaling",),
-            applies=_scaling_applies("d"),
+            applies=scaling_applies("d"),
         ),
     ]
