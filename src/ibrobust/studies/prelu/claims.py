@@ -284,8 +284,9 @@ def _table1_claim(norm: str, eps: float) -> Claim:
         setting=f"MNIST 10-class, {column_name(norm, eps)}",
         claim="On MNIST, p=4 pReLU nets are more robust than ReLU nets (Table 1).",
         citation=_cite(
-            "'NUMERICAL EXPERIMENTS' (the poster's text gives no numbers; Table 1's values "
-            "are from the paper, arXiv:2405.15942, Table 1, which is not in our source text)",
+            "'NUMERICAL EXPERIMENTS' (the poster's text gives no numbers; the Table 1 values "
+            "shown are attributed to the paper, arXiv:2405.15942, Table 1, and marked unchecked "
+            "in docs/studies/prelu.md: they are not in our source text)",
             "pReLU improves the robustness of trained network on MNIST without adversarial "
             "training",
             scope=MNIST + "; Table 1 is the 10-class task",
