@@ -622,8 +622,8 @@ def test_price_nn_sd_instability_in_the_largest_cell(tmp_path):
 @pytest.mark.parametrize(
     "fc, verdict",
     [
-        ((6.0, 7.0, 8.0), HOLDS),  # 7 +- 2.48 = [4.52, 9.48] >= 4.11 less 10 % = 3.70
-        ((4.0, 5.0, 3.0), WEAKER),  # [1.52, 6.48]: over 0, straddles 3.70
+        ((6.0, 7.0, 8.0), HOLDS),  # 7 +- 2.48 = [4.52, 9.48] > 0 (the direction)
+        ((4.0, 5.0, 3.0), HOLDS),  # [1.52, 6.48] > 0: the source's 4.11 has no spread
         ((2.0, -1.0, 0.5), INCONCLUSIVE),  # 0.5 +- 3.73 straddles 0
         ((-3.0, -4.0, -3.5), FAILS),  # [-4.74, -2.26]
     ],
@@ -633,11 +633,9 @@ def test_price_nn_fc_sd_beats_gd(tmp_path, fc, verdict):
     row = one(ledger(tmp_path, NN, {PRICE_NN: cells}), "price_nn", "price_nn.fc_sd_beats_gd")
     assert row.verdict == verdict
     assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(fc, T_975_2))
-    assert (row.strong_lo, row.weak_lo) == (3.7, 0.0)
+    assert (row.strong_lo, row.weak_lo) == (0.0, 0.0) and row.form == "direction"
     assert (row.n, row.unit, row.points) == (3, "seeds", 500)
-    assert row.name == "FC net, MNIST 2 vs 7, eps = 0.1, seeds where both fitted"
-    if verdict == WEAKER:
-        assert "straddles the strong threshold 3.7" in row.reason
+    assert row.name == "FC net, MNIST 2 vs 7, eps = 0.1, seeds where both fitted (3 seeds)"
 
 
 def test_price_nn_fc_claims(tmp_path):
@@ -736,7 +734,7 @@ def test_price_nn_claims_a_grid_cannot_test_are_not_applicable(tmp_path):
         assert (nn.loc[cid, "verdict"], nn.loc[cid, "reason"]) == (NOT_APPLICABLE, reason)
     # what the grid can test is still judged
     assert nn.loc["price_nn.cnn_gd_ahead", "verdict"] == HOLDS  # 3 +- 2.48 > 0
-    assert nn.loc["price_nn.fc_sd_beats_gd", "verdict"] == HOLDS  # [4.52, 9.48] >= 3.70
+    assert nn.loc["price_nn.fc_sd_beats_gd", "verdict"] == HOLDS  # [4.52, 9.48] > 0
 
 
 def test_malformed_price_nn_cells_fail(tmp_path):

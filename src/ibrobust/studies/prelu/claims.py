@@ -10,9 +10,11 @@ import math
 from ibrobust.claims.citations import MIN_VIDAL_2024, Citation
 from ibrobust.claims.core import BOUND, DIRECTION, Claim, StudyContext, at_least, at_most, between
 from ibrobust.studies.prelu.measures import (
+    IDEAL_POINTS,
     SOURCES,
     column,
     figure_alpha,
+    ideal_ratio,
     k_of,
     parity_gap,
     radius_over,
@@ -42,8 +44,14 @@ def _cite(where: str, quote: str, scope: str = GF) -> Citation:
 
 
 SGD_NOTE = (
-    " Our nets train by SGD (the official code's lr 0.2, batch 100) at width 100 and D = 200, "
-    "the conjecture's regime at CPU scale; the clusters split 6/4 (official code), not balanced."
+    " Our nets train by SGD (the official code's lr 0.2, batch 100) at width 100 and D = 200 "
+    "from initial weights of std 1e-7 (the official code's small initialisation; models "
+    "prelu_p*), the conjecture's regime at CPU scale; the clusters split 6/4 (official code), "
+    "not balanced. So the verdict is outside the poster's balanced / gradient-flow scope."
+)
+CONJ_NOTE = (
+    " This is the poster's conjecture, not a theorem, and it rests on the small initialisation; "
+    "0.9 / 0.5 are house constants."
 )
 
 
@@ -91,24 +99,38 @@ def _radius_claims(syn: str, k: int) -> list[Claim]:
                 id=f"prelu.p{p:g}_robust_below",
                 form=BOUND,
                 setting=f"{syn}, p={p:g}, l2 radius 0.9 sqrt(2)/2",
-                claim="A pReLU net with p > 2 is robust up to ~sqrt(2)/2: almost every point "
-                "survives any l2 perturbation smaller than that.",
+                claim="A pReLU net with p > 2 (which the conjecture says is ~ F^(p)) keeps the "
+                "ideal F^(p)'s robustness inside sqrt(2)/2: at 0.9 sqrt(2)/2 its robust "
+                "accuracy is (nearly) that of F^(p) on the same mixture.",
                 citation=_cite(
                     "'Main Theorems', pReLU classifier F^(p): robust against O(1)-attack; "
                     "'Conjectures' (f_p ~ F^(p), p > 2)",
                     "Let p > 2, then $\\forall \\delta \\in (0, \\sqrt{2})$,",
                 ),
-                derivation="The theorem bounds each point: F^(p)(x + (sqrt(2) - delta)/2 d) y "
-                "> 0 for every unit d, with probability -> 1, so robust accuracy is 1 - o(1) "
-                "below sqrt(2)/2. Judged 10 % inside that radius (P2) at 0.9 sqrt(2)/2: "
-                "strong (P3, 1 - o(1)): robust accuracy >= 0.9. Weak (the same direction, "
-                "robust for most points): >= 0.5. (The 50 % point is not the theorem's "
-                "quantity: with the 6/4 class split it can lie beyond sqrt(2)/2.)" + SGD_NOTE,
-                paper=f"robust to sqrt(2)/2 = {PRELU_ROBUST_RADIUS:.3f} (theorem; Fig. 3)",
+                derivation="The theorem is about the ideal F^(p): P(min_{||d|| <= 1} "
+                "F^(p)(x + (sqrt(2) - delta)/2 d) y > 0) >= 1 - 2(K+1) exp(-C D delta^2 / "
+                "(2 alpha^2 K^2)), with C not given, so at the study's D, K, alpha and delta = "
+                "0.1 sqrt(2) (radius 0.9 sqrt(2)/2) the bound may be vacuous and gives no "
+                "number for a threshold. The conjecture links the trained net to it: f_p ~ "
+                "F^(p) up to a scaling factor (a scale does not move a sign, so the two share "
+                "their robust accuracy if the conjecture holds). Our number is therefore "
+                "F^(p)'s own robust accuracy at 0.9 sqrt(2)/2, computed at the study's data "
+                f"(its K, D, class split and noise alpha / sqrt(D) at the figure alpha; "
+                f"{IDEAL_POINTS} draws, each point's l2 radius of F^(p) bracketed by "
+                "ibrobust.analysis.ideal_radius), and the measure is the ratio of the net's "
+                "robust accuracy to it at the same radius. Strong (P2, the computed reference "
+                "less 10 %; one-sided, as the theorem bounds robustness from below): ratio >= "
+                "0.9. Weak (the same direction: the net keeps most of the ideal's robustness): "
+                ">= 0.5. (Replaces the absolute >= 0.9 / >= 0.5 of earlier rounds, a house "
+                "reading of 1 - o(1) that the ideal classifier itself need not meet: a referee's "
+                "Monte Carlo with per-coordinate noise alpha finds it at ~0.4-0.5.)" + SGD_NOTE,
+                paper=f"robust to sqrt(2)/2 = {PRELU_ROBUST_RADIUS:.3f} (theorem on F^(p); "
+                "Fig. 3); the reference is F^(p) at the study's data",
                 measure="worst-case robust accuracy at 0.9 sqrt(2)/2 (linear interpolation on "
-                "the radius grid), per seed",
-                rule=at_least("robust accuracy", 0.9, 0.5),
-                compute=column(p, "robust_acc@0.9sqrt(2)/2"),
+                "the radius grid) over the ideal F^(p)'s at that radius on the study's "
+                "mixture, per seed",
+                rule=at_least("robust accuracy / F^(p)'s", 0.9, 0.5),
+                compute=ideal_ratio(p, "robust_acc@0.9sqrt(2)/2", 0.9 * PRELU_ROBUST_RADIUS),
             )
         )
     return out
@@ -120,6 +142,9 @@ def _clean_claims(syn: str) -> list[Claim]:
         (1.0, "ReLU classifier F", "'Main Theorems', ReLU classifier F: generalize on clean data",
          "$$\\mathbb{P}(F(x)y > 0) \\ge 1 - 2\\exp\\left(-\\frac{CD}{4\\alpha^2K}\\right)$$"),
         (3.0, "pReLU classifier F^(p)",
+         "'Main Theorems', pReLU classifier F^(p): generalize on clean data",
+         "$$\\mathbb{P}(F^{(p)}(x)y > 0) \\ge 1 - 2(K+1) \\exp\\left(-\\frac{CD}{\\alpha^2 K}\\right)$$"),
+        (4.0, "pReLU classifier F^(p)",
          "'Main Theorems', pReLU classifier F^(p): generalize on clean data",
          "$$\\mathbb{P}(F^{(p)}(x)y > 0) \\ge 1 - 2(K+1) \\exp\\left(-\\frac{CD}{\\alpha^2 K}\\right)$$"),
     ):  # fmt: skip
@@ -145,6 +170,19 @@ def _clean_claims(syn: str) -> list[Claim]:
     return out
 
 
+BOUNDARY = {
+    3.0: " p = 3 is the boundary case: the poster's heading says 'p>3 leads to robust networks', "
+    "its box p > 2, the CSML talk's conjecture p in [3, p-bar); prelu.p4_single is the "
+    "same claim at p = 4.",
+    4.0: " p = 4 is inside every version of the conjecture's range (p > 2, p > 3, [3, p-bar)).",
+}
+PROXY_NOTE = (
+    " The measure is a proxy: the source's distance is a sup over the unit sphere; ours is its "
+    "relative l2 counterpart on probe points of the centres' sphere (the sup-norm version is "
+    "not computed by the pipeline yet)."
+)
+
+
 def _alignment_claims(syn: str) -> list[Claim]:
     conj = "'Conjectures' (HARNESSING IMPLICIT BIAS FOR ADVERSARIAL ROBUSTNESS)"
     relu_q = "GF on f_1 converges to ReLU classifier F"
@@ -159,26 +197,32 @@ def _alignment_claims(syn: str) -> list[Claim]:
             derivation="f_1 ~ F means every active neuron points at mu_+ or mu_-: strong (P3, "
             "1 - o(1)): the fraction of active neurons closer to a class average than to "
             "any single centre >= 0.9. Weak (the same direction): >= 0.5, most neurons "
-            "average." + SGD_NOTE,
+            "average." + CONJ_NOTE + SGD_NOTE,
             paper="F (poster conjecture; Fig. 2)",
             measure="frac_average (active neurons closer to a class average than to any "
             "single centre) of the p=1 nets",
             rule=at_least("frac_average", 0.9, 0.5),
             compute=column(1.0, "frac_average"),
         ),
-        Claim(
-            id="prelu.p3_single",
-            form=BOUND,
-            setting=f"{syn}, p=3",
-            claim="pReLU neurons (p > 2) align with single cluster centres (f_p ~ F^(p)).",
-            citation=_cite(conj, prelu_q),
-            derivation="f_p ~ F^(p) means every active neuron points at one centre: strong (P3): "
-            "frac_single >= 0.9. Weak (the same direction): >= 0.5." + SGD_NOTE,
-            paper="F^(p) (poster conjecture; Fig. 2)",
-            measure="frac_single of the p=3 nets",
-            rule=at_least("frac_single", 0.9, 0.5),
-            compute=column(3.0, "frac_single"),
-        ),
+        *[
+            Claim(
+                id=f"prelu.p{p:g}_single",
+                form=BOUND,
+                setting=f"{syn}, p={p:g}",
+                claim="pReLU neurons (p > 2) align with single cluster centres (f_p ~ F^(p)).",
+                citation=_cite(conj, prelu_q),
+                derivation="f_p ~ F^(p) means every active neuron points at one centre: strong (P3): "
+                "frac_single >= 0.9. Weak (the same direction): >= 0.5."
+                + CONJ_NOTE
+                + BOUNDARY[p]
+                + SGD_NOTE,
+                paper="F^(p) (poster conjecture; Fig. 2)",
+                measure=f"frac_single of the p={p:g} nets",
+                rule=at_least("frac_single", 0.9, 0.5),
+                compute=column(p, "frac_single"),
+            )
+            for p in (3.0, 4.0)
+        ],
         *_alignment_claims_rest(syn),
     ]
 
@@ -197,24 +241,31 @@ def _alignment_claims_rest(syn: str) -> list[Claim]:
             derivation="'f_1(T) ~ F up to a scaling factor' (the CSML talk's wording: inf_c "
             "sup |c f - F| << 1): strong (P3, << 1 read as <= 0.1): the relative distance "
             "min_c ||c f - F|| / ||F|| <= 0.1. Weak: < 0.5, closer to F than half its "
-            "size." + SGD_NOTE,
+            "size." + CONJ_NOTE + PROXY_NOTE + SGD_NOTE,
             paper="f_1 ~ F up to scale (conjecture)",
             measure="dist_F = min_c ||c f - F|| / ||F|| on the centres' unit sphere",
             rule=at_most("dist_F", 0.1, 0.5),
             compute=column(1.0, "dist_F"),
         ),
-        Claim(
-            id="prelu.p3_dist_Fp",
-            form=BOUND,
-            setting=f"{syn}, p=3",
-            claim="The trained p=3 net is close to the ideal per-cluster classifier F^(p).",
-            citation=_cite(conj, prelu_q),
-            derivation="As prelu.relu_dist_F for F^(p): strong (P3) <= 0.1, weak < 0.5." + SGD_NOTE,
-            paper="f_p ~ F^(p) up to scale (conjecture)",
-            measure="dist_Fp of the p=3 nets",
-            rule=at_most("dist_Fp", 0.1, 0.5),
-            compute=column(3.0, "dist_Fp"),
-        ),
+        *[
+            Claim(
+                id=f"prelu.p{p:g}_dist_Fp",
+                form=BOUND,
+                setting=f"{syn}, p={p:g}",
+                claim=f"The trained p={p:g} net is close to the ideal per-cluster classifier F^(p).",
+                citation=_cite(conj, prelu_q),
+                derivation="As prelu.relu_dist_F for F^(p): strong (P3) <= 0.1, weak < 0.5."
+                + CONJ_NOTE
+                + PROXY_NOTE
+                + BOUNDARY[p]
+                + SGD_NOTE,
+                paper="f_p ~ F^(p) up to scale (conjecture)",
+                measure=f"dist_Fp of the p={p:g} nets",
+                rule=at_most("dist_Fp", 0.1, 0.5),
+                compute=column(p, "dist_Fp"),
+            )
+            for p in (3.0, 4.0)
+        ],
     ]
 
 
@@ -222,34 +273,38 @@ MNIST = (
     "MNIST, digits centred by the mean training digit, CE loss, Kaiming init, Adam batch "
     "1000, width 500, no adversarial training, AutoAttack APGD-CE"
 )
-READING = 0.01  # SPEC: the official pretrained models match Table 1 within about one point
 
 
 def _table1_claim(norm: str, eps: float) -> Claim:
     paper = PAPER_TABLE1[(norm, eps)]
     gap = paper[4] - paper[1]
-    strong = round(gap - 2 * READING, 4)
     return Claim(
         id=f"prelu.mnist_{norm}_{eps:g}",
-        form=BOUND,
+        form=DIRECTION,
         setting=f"MNIST 10-class, {column_name(norm, eps)}",
         claim="On MNIST, p=4 pReLU nets are more robust than ReLU nets (Table 1).",
         citation=_cite(
-            "'NUMERICAL EXPERIMENTS', Table 1 (10-class MNIST)",
+            "'NUMERICAL EXPERIMENTS' (the poster's text gives no numbers; the Table 1 values "
+            "shown are attributed to the paper, arXiv:2405.15942, Table 1, and marked unchecked "
+            "in docs/studies/prelu.md: they are not in our source text)",
             "pReLU improves the robustness of trained network on MNIST without adversarial "
             "training",
             scope=MNIST + "; Table 1 is the 10-class task",
         ),
-        derivation=f"Strong (P1, the source's number within its spread): Table 1's p=4 minus "
-        f"p=1 = {gap:+.3f}; the official pretrained models reproduce each entry within about "
-        f"one point, so the difference within 2 points: >= {strong}. Weak (the same "
-        "direction): > 0. The attack set is the paper's protocol (standard AutoAttack, "
-        "APGD-CE only, per norm), so the worst case is that attack's. The default trains "
-        "fewer epochs than the paper's 51 (config adam_prelu).",
-        paper=f"{paper[4]:.3f} vs {paper[1]:.3f}: +{gap:.3f}",
+        derivation="The source text (the poster) states the direction only; Table 1's numbers "
+        f"(p=4 minus p=1 = {gap:+.3f} here) come from the paper, not from our source text, "
+        "and the paper gives no spread for them (the +-1-point agreement of the official "
+        "pretrained models is our own measurement). A magnitude would also need the paper's "
+        "protocol: 51 epochs and the attack as published ('AutoAttack (Croce&Hein, 20)' on the "
+        "poster; APGD-CE in the official code), while our config trains adam_prelu for fewer "
+        "epochs and attacks with AutoAttack's standard APGD-CE only. So strong = weak (P5, the "
+        "direction): p=4 minus p=1 robust accuracy > 0; Table 1's number is shown for "
+        "reference only. (Earlier rounds: strong >= Table 1's gap less 2 points.)",
+        paper=f"{paper[4]:.3f} vs {paper[1]:.3f}: +{gap:.3f} (the paper's Table 1; not in the "
+        "poster text)",
         measure="table1.csv: ours (worst case over the grid's attacks) of the p=4 "
         "minus the p=1 10-class net",
-        rule=at_least("p=4 minus p=1 robust accuracy", strong, 0.0, strict=True),
+        rule=at_least("p=4 minus p=1 robust accuracy", 0.0, 0.0, strict=True),
         compute=table1_gap(norm, eps),
         sources=("table1",),
         applies=_mnist,
@@ -261,16 +316,19 @@ def _parity_claim(norm: str, eps: float) -> Claim:
         id=f"prelu.parity_{norm}_{eps:g}",
         form=DIRECTION,
         setting=f"MNIST parity (2-class), {column_name(norm, eps)}",
-        claim="On MNIST parity too, p=4 pReLU nets are more robust than ReLU nets.",
+        claim="Project extension (not a Min & Vidal claim): on MNIST parity too, p=4 pReLU "
+        "nets are more robust than ReLU nets.",
         citation=_cite(
             "'NUMERICAL EXPERIMENTS'",
             "pReLU improves the robustness of trained network on MNIST without adversarial "
             "training",
-            scope=MNIST + "; the binary (parity) task",
+            scope=MNIST + "; the binary (parity) task, which the poster does not mention (a "
+            "project extension of its MNIST statement)",
         ),
-        derivation="The poster's statement covers its MNIST experiments; Table 1's numbers are "
-        "the 10-class task's, so for parity the source gives no number: strong = weak (P5, the "
-        "direction): p=4 minus p=1 robust accuracy > 0.",
+        derivation="A project extension, not a Min & Vidal claim: the poster never mentions a "
+        "parity task (the official code has one); its MNIST statement is carried over to it. "
+        "No number for parity anywhere: strong = weak (P5, the direction): p=4 minus p=1 "
+        "robust accuracy > 0.",
         paper="more robust (no number for parity)",
         measure="table1.csv: ours (worst case over the grid's attacks) of the p=4 minus the "
         "p=1 2-class (parity) net",

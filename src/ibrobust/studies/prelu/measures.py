@@ -16,9 +16,11 @@ from functools import partial
 
 import pandas as pd
 
+from ibrobust.analysis.ideal_radius import mixture_coordinates, prelu_radius, robust_accuracy
 from ibrobust.analysis.readoff import grid_bracket
 from ibrobust.claims.core import Column, Measurement, NotRun, Source, StudyContext
 from ibrobust.claims.intervals import newcombe
+from ibrobust.data.clusters import config_from_dict
 from ibrobust.studies.prelu.tables import REFINED, column_name
 
 RADIUS = "critical_radius"  # 50 % point of the worst case over attacks; NaN: off the grid
@@ -164,6 +166,50 @@ def column(p: float, col: str):
                 points=measured_points(sel),
             )
         return Measurement(tuple(v))
+
+    return compute
+
+
+IDEAL_POINTS = 2000  # draws of the study's mixture for F^(p)'s robust accuracy (claims
+IDEAL_SEED = 0  # prelu.p<p>_robust_below): a fixed sample, so the reference is a constant
+
+
+def ideal_robust_accuracy(ctx: StudyContext, p: float, radius: float) -> tuple[float, float]:
+    """The ideal F^(p)'s robust accuracy at l2 ``radius`` on the study's own mixture (its
+    dataset's K, D, class split and centre norm, noise alpha / sqrt(D) at the figure alpha):
+    :data:`IDEAL_POINTS` draws, each point's radius bracketed by
+    :func:`ibrobust.analysis.ideal_radius.prelu_radius`; a (lo, hi) bracket."""
+    entry = dict(ctx.datasets[ctx.config["synthetic"]["dataset"]])
+    entry["alpha"] = figure_alpha(ctx)
+    cfg = config_from_dict(entry)
+    z, sign, y = mixture_coordinates(
+        cfg.k, cfg.positive_clusters, cfg.noise_std, cfg.norm, IDEAL_POINTS, IDEAL_SEED
+    )
+    return robust_accuracy(*prelu_radius(z, sign, y, p), radius)
+
+
+def ideal_ratio(p: float, col: str, radius: float):
+    """Per seed: the p nets' robust accuracy ``col`` (at l2 ``radius``) over the ideal F^(p)'s
+    at the same radius on the study's mixture (:func:`ideal_robust_accuracy`; its upper end,
+    so the ratio is the smaller one). The bracket of each ratio combines the net's read-off
+    bracket (the radius grid) with F^(p)'s."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        net = column(p, col)(src, ctx)
+        ref_lo, ref_hi = ideal_robust_accuracy(ctx, p, radius)
+        if ref_hi <= 0:
+            raise NotRun(f"the ideal F^({p:g}) keeps no point at radius {radius:.3f}")
+        nb = net.brackets or tuple((v, v) for v in net.values)
+        lo_den = ref_lo if ref_lo > 0 else ref_hi
+        return Measurement(
+            tuple(v / ref_hi for v in net.values),
+            brackets=tuple((a / ref_hi, b / lo_den) for a, b in nb),
+            resolution="the net's accuracy interpolated on the radius grid; F^(p)'s bracketed "
+            f"per point ({IDEAL_POINTS} draws)",
+            points=net.points,
+            note=f"ideal F^({p:g}) robust accuracy at {radius:.3f}: [{ref_lo:.3f}, {ref_hi:.3f}] "
+            f"on {IDEAL_POINTS} draws of the study's mixture",
+        )
 
     return compute
 

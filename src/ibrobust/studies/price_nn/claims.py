@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from ibrobust.claims.citations import TSILIVIS_2024, Citation
 from ibrobust.claims.core import (
-    BOUND,
     DIRECTION,
     EQUIVALENCE,
     Claim,
@@ -208,29 +207,31 @@ def _fc_robust(ctx: StudyContext) -> list[Claim]:
     """price_nn.fc_sd_beats_gd, one row per robust-ERM radius of the FC grid."""
     out: list[Claim] = []
     _, fc_eps = _grid(ctx, "fc")
-    strong = round(PAPER_FC_GAP * (1 - TOL), 2)
+    seeds = len((ctx.config.get("fc") or {}).get("seeds") or ())
     for eps in (e for e in fc_eps if e > 0):
         out.append(
             Claim(
                 id="price_nn.fc_sd_beats_gd",
-                form=BOUND,
-                setting=f"FC net, MNIST 2 vs 7, eps = {eps:g}, seeds where both fitted",
+                form=DIRECTION,
+                setting=f"FC net, MNIST 2 vs 7, eps = {eps:g}, seeds where both fitted "
+                f"({seeds} seeds)",
                 claim="Under robust ERM, sign descent reaches a higher robust test accuracy "
                 "than GD on the homogeneous FC net, both fitting the training set robustly.",
                 citation=SD_WINS,
-                derivation=f"Strong (P2, a single published mean without spread, within 10 %): "
-                f"SD - GD >= {strong} points (4.11 less 10 %). Weak (the same direction): > 0. "
-                "Judged only on the seeds where both algorithms reach 100 % robust train "
-                "accuracy, as the paper states it; the note says how many. The paper's eps is "
-                "lost in the text: the study's eps is the project's reading, so the magnitude "
-                "assumes it matches. The paper trains both at one rate; where no rate fits both "
-                "within the study's step budget each trains at its largest fitting rate (the "
-                "note gives the rates), and the magnitude assumes that matters little once "
-                "both fit.",
-                paper="SD ahead by 4.11 points on average over 3 seeds (Sec. 5.2)",
+                derivation=f"The source gives one empirical mean ({PAPER_FC_GAP:g} points over 3 "
+                "random seeds) and no spread, so its number cannot bound ours (P1 needs the "
+                "source's spread; P2's +-10 % is for theory constants): strong = weak (P5, the "
+                f"direction): SD - GD > 0, over the study's {seeds} seeds. Judged only on the "
+                "seeds where both algorithms reach 100 % robust train accuracy, as the paper "
+                "states it; the note says how many. The paper's eps is lost in the text: the "
+                "study's eps is the project's reading. The paper trains both at one rate; where "
+                "no rate fits both within the study's step budget each trains at its largest "
+                "fitting rate (the note gives the rates). (Earlier rounds: strong SD - GD >= "
+                f"{round(PAPER_FC_GAP * (1 - TOL), 2)}, 4.11 less 10 %.)",
+                paper="SD ahead by 4.11 points on average over 3 seeds (Sec. 5.2), no spread given",
                 measure="per seed where both fitted: SD - GD robust test accuracy (points; worst "
                 "case of the final attacks)",
-                rule=at_least("SD - GD", strong, 0.0, strict=True),
+                rule=at_least("SD - GD", 0.0, 0.0, strict=True),
                 compute=fc_robust(eps),
                 sources=("cells",),
                 applies=needs_half("fc"),
@@ -242,13 +243,14 @@ def _fc_robust(ctx: StudyContext) -> list[Claim]:
 FC_ALIKE = (PAPER_FC_GAP / 10, PAPER_FC_GAP / 2)  # "not much" against the 4.11-point contrast
 
 
-def _fc_erm() -> list[Claim]:
+def _fc_erm(ctx: StudyContext) -> list[Claim]:
     """The FC net under ERM, and the gap under robust ERM against ERM."""
+    seeds = len((ctx.config.get("fc") or {}).get("seeds") or ())
     return [
         Claim(
             id="price_nn.fc_erm_alike",
             form=EQUIVALENCE,
-            setting="FC net, MNIST 2 vs 7, ERM (eps 0)",
+            setting=f"FC net, MNIST 2 vs 7, ERM (eps 0), {seeds} seeds",
             claim="Under plain ERM the two algorithms' test accuracies are alike.",
             citation=_cite(
                 "Sec. 5.2, Fully Connected NNs, Fig. 3 (top)",
@@ -261,7 +263,10 @@ def _fc_erm() -> list[Claim]:
             f"significantly outperforms GD ({PAPER_FC_GAP:g}% mean difference)'. Strong: SD - "
             f"GD clean test accuracy within +-{FC_ALIKE[0]:.3g} points (a tenth of the "
             f"contrasted {PAPER_FC_GAP:g}); weak: within +-{FC_ALIKE[1]:.3g} (half of it: "
-            "closer to no effect than to the contrasted gap).",
+            "closer to no effect than to the contrasted gap). Over the study's "
+            f"{seeds} seeds the strong band is resolution-limited: one of its 500 attacked "
+            "test points is 0.2 points, and the seed-to-seed spread of the difference, of "
+            "order a point, needs many more seeds to bring a t interval inside +-0.41.",
             paper=f"alike (Fig. 3 top), against SD's {PAPER_FC_GAP:g}-point lead under robust ERM",
             measure="per seed where both fitted: SD - GD clean test accuracy (points)",
             rule=between(
@@ -332,4 +337,4 @@ def _fc_overfits() -> list[Claim]:
 
 def claims(ctx: StudyContext) -> list[Claim]:
     return [*_cnn_cells(ctx), *_cnn_trends(), *_cnn_erm_and_corner(), *_fc_robust(ctx),
-            *_fc_erm(), *_fc_overfits()]  # fmt: skip
+            *_fc_erm(ctx), *_fc_overfits()]  # fmt: skip
