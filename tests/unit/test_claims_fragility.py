@@ -211,12 +211,12 @@ def test_the_ledger_fills_fragile_and_its_reason(tmp_path):
 
 
 def test_the_ledger_names_draws_by_their_ids(tmp_path):
-    """PRICE-LIN's GD - CD per draw (0.02, 0.03, 0.04, 0.15) against > 0: 0.06 -+ 3.182 x
-    0.0594 / 2 = [-0.035, 0.155] straddles 0; without draw 3 the rest, 0.03 -+ 4.303 x 0.01 /
-    sqrt 3 = [0.005, 0.055], hold."""
+    """PRICE-LIN's GD - CD under ERM per draw (0.02, 0.03, 0.04, 0.15) against > 0: 0.06 -+
+    3.182 x 0.0594 / 2 = [-0.035, 0.155] straddles 0; without draw 3 the rest, 0.03 -+ 4.303
+    x 0.01 / sqrt 3 = [0.005, 0.055], hold."""
     diffs = (0.02, 0.03, 0.04, 0.15)
-    files = edge_outputs(lambda ds, o, f, n, d: diffs[d] if 0 < f <= 0.75 else 0.0)
-    row = one(ledger(tmp_path, default_config(), files), "price_linear", "price.gd_minus_cd")
+    files = edge_outputs(lambda ds, o, f, n, d: diffs[d] if f == 0 else 0.0)
+    row = one(ledger(tmp_path, default_config(), files), "price_linear", "price.gd_minus_cd_erm")
     assert row.verdict == INCONCLUSIVE
     assert (row.fragile, row.fragile_reason) == (True, "without draw 3: holds")
     assert 0.03 - T_975_2 * 0.01 / math.sqrt(3) == pytest.approx(0.0052, abs=1e-4)

@@ -7,7 +7,9 @@ dataset, optimizer, n, draw, eps_fraction, train / test robust and clean accurac
 the run reached the study's stopping loss, its normalised l_inf margin; written by the gap
 figure). The *edge* of CD over GD is gap(GD) - gap(CD), paired by dataset draw (the same
 training set); a claim averages it over n (and over the robust-ERM cells of the eps grid
-where it says so), one value per draw, with a t interval over draws. The eps grid's cells:
+where it says so), one value per draw, with a t interval over draws. The limit claims read
+the margin ratio at checkpoints along training (``figures/margin_path.csv``; not written yet).
+The eps grid's cells:
 eps = 0 is ERM; 0 < eps / gamma* <= :data:`ROBUST_ERM_MAX` are the robust-ERM cells; the
 larger fractions (0.9, 0.99 by default) probe the approach to gamma*, where Lemma C.4 makes
 every separator max-margin. ``summary.csv`` is checked as before.
@@ -20,7 +22,15 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ibrobust.claims.core import Column, Measurement, NotRun, Source, StudyContext, per_cell
+from ibrobust.claims.core import (
+    Column,
+    Measurement,
+    NotRun,
+    Source,
+    StudyContext,
+    per_cell,
+    trend,
+)
 from ibrobust.studies.price_linear.algorithms import algorithm_of
 
 GAP = "robust_gap"
@@ -70,6 +80,24 @@ SOURCES: dict[str, Source] = {
             Column("margin_ratio", required=False),
         ),
         built_by="the study's target (and the default target)",
+    ),
+    # the margin ratio at checkpoints along training, one row per (run, checkpoint): what the
+    # limit claims' trend needs. No job writes it yet: price_train.py records each run's
+    # margin ratio at its stopping point only (metrics.csv; weights.npz holds the final w)
+    "margin_path": Source(
+        path="figures/margin_path.csv",
+        keys={"dataset": None, "optimizer": None},
+        numeric=(
+            Column(EPS_FRACTION, lo=0, hi=1),
+            Column("n", lo=1),
+            Column("draw", lo=0),
+            Column("log10_loss"),
+            Column("margin_ratio"),
+        ),
+        built_by="no job yet: the trainer records the margin ratio at the stopping point only; "
+        "writing it at checkpoints along training (e.g. every decade of the train loss) "
+        "means rerunning price_limit's 8 training jobs, 133 CPU-s in the job records "
+        "(benchmarks/profiles/reproduce-00e3146.csv)",
     ),
 }
 
@@ -210,15 +238,67 @@ def edge_change(regime: str, start: str, end: str, sign: float = 1.0):
     return compute
 
 
-def small_n_edge(regime: str):
-    """Per draw: the edge at the grid's smallest n, in the declared Fig. 1 cell."""
+def growth_cells(regime: str, algorithm: str = "cd"):
+    """One cell per robust-ERM eps of ``regime``: per draw, the edge gap(GD) -
+    gap(``algorithm``) at that eps minus the edge at eps = 0 (ERM), each a mean over n, paired
+    by draw (how much the edge grows from ERM to robust ERM at that eps); the ERM edge in the
+    note."""
 
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         ds = regimes(ctx)[regime]
         df = src["problems"]
-        e = _edges(df, ds, _optimizer(ctx, "gd"), _optimizer(ctx, "cd"), fractions(df, "fig1"))
+        gd, other = _optimizer(ctx, "gd"), _optimizer(ctx, algorithm)
+        erm = _per_draw(_edges(df, ds, gd, other, fractions(df, "erm")))
+        cells = []
+        for f in fractions(df, "robust"):
+            rob = _per_draw(_edges(df, ds, gd, other, [f]))
+            draws = rob.index.intersection(erm.index)
+            cells.append((f"eps = {f:g} gamma*", _draws(rob[draws] - erm[draws])))
+        return per_cell(cells, note=f"edge at eps = 0 (ERM): {erm.mean():+.3g} (mean over draws)")
+
+    return compute
+
+
+def tradeoff_cells(regime: str):
+    """One cell per robust-ERM eps of ``regime``: per draw min(-clean edge, robust edge),
+    the clean edge gap_clean(GD) - gap_clean(CD) and the robust edge gap(GD) - gap(CD) each
+    a mean over n. It is > 0 exactly when GD's clean gap is below CD's *and* its robust gap
+    above CD's on that draw; its mean is at most either part's mean, so an interval above 0
+    shows both. Both parts per cell in the note."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        ds = regimes(ctx)[regime]
+        df = src["problems"]
+        gd, cd = _optimizer(ctx, "gd"), _optimizer(ctx, "cd")
+        cells, parts = [], []
+        for f in fractions(df, "robust"):
+            clean = _per_draw(_edges(df, ds, gd, cd, [f], gap="clean"))
+            rob = _per_draw(_edges(df, ds, gd, cd, [f]))
+            draws = clean.index.intersection(rob.index)
+            both = np.minimum(-clean[draws], rob[draws])
+            name = f"eps = {f:g} gamma*"
+            cells.append((name, _draws(both)))
+            parts.append(f"{name}: clean edge {clean.mean():+.3g}, robust edge {rob.mean():+.3g}")
+        return per_cell(cells, note="; ".join(parts))
+
+    return compute
+
+
+def small_n_edge(regime: str):
+    """Per draw: the edge at the grid's smallest n, in the declared Fig. 1 cell; the note
+    gives the edge at that n in every robust-ERM cell (not judged: the cell is declared)."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        ds = regimes(ctx)[regime]
+        df = src["problems"]
+        gd, cd = _optimizer(ctx, "gd"), _optimizer(ctx, "cd")
+        e = _edges(df, ds, gd, cd, fractions(df, "fig1"))
         n0 = int(e["n"].min())
-        return _draws(_per_draw(e[e["n"] == n0]), note=f"n = {n0}")
+        every = _edges(df, ds, gd, cd, fractions(df, "robust"))
+        every = every[every["n"] == n0].groupby(EPS_FRACTION)["edge"].mean()
+        shown = ", ".join(f"{f:g} gamma*: {v:+.3g}" for f, v in every.items())
+        note = f"n = {n0}; at n = {n0} in every robust-ERM cell (mean over draws): {shown}"
+        return _draws(_per_draw(e[e["n"] == n0]), note=note)
 
     return compute
 
@@ -247,21 +327,47 @@ def near_margin_edge(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Meas
     return Measurement(tuple(vals), unit="(regime, draw) pairs", labels=tuple(labels), note=note)
 
 
-def limit_margin(algorithm: str):
-    """Per (regime, draw): the mean over n and eps < gamma* of the normalised l_inf margin
-    min_i y_i <w, x_i> / (||w||_1 gamma*) of the runs that reached the stopping loss."""
+LN10 = float(np.log(10.0))
+
+
+def margin_slope(path: pd.DataFrame) -> float:
+    """The least-squares slope of 1 - margin_ratio on ln(1/L) over one run's checkpoints
+    (columns ``log10_loss``, ``margin_ratio``): < 0 when the ratio approaches 1 as the train
+    loss L falls. Needs two checkpoints at different losses."""
+    x = -path["log10_loss"].to_numpy(float) * LN10
+    y = 1.0 - path["margin_ratio"].to_numpy(float)
+    if len(x) < 2 or np.ptp(x) == 0:
+        raise NotRun("a run has fewer than two checkpoints at different train losses")
+    xc = x - x.mean()
+    return float(xc @ (y - y.mean()) / (xc @ xc))
+
+
+def limit_trend(algorithm: str):
+    """Per (regime, draw): the mean over n and eps < gamma* of :func:`margin_slope` of the
+    ``algorithm``'s runs, over their checkpoints where the data are separated (train loss
+    below 1/n, so every point's robust margin is positive and the margin ratio is a
+    separator's): a trend along training."""
 
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        df = src["problems"]
-        if "margin_ratio" not in df or "converged" not in df:  # older outputs
-            raise NotRun("the table has no margin_ratio / converged columns")
+        df = src["margin_path"]
         opt = _optimizer(ctx, algorithm)
-        sel = df[(df["optimizer"] == opt) & (df[EPS_FRACTION] < 1) & (df["converged"] > 0.5)]
+        sel = df[(df["optimizer"] == opt) & (df[EPS_FRACTION] < 1)]
+        sel = sel[sel["log10_loss"] < -np.log10(sel["n"].astype(float))]
         if sel.empty:
-            raise NotRun(f"no {opt} run reached the stopping loss")
-        per = sel.groupby(["dataset", "draw"])["margin_ratio"].mean()
+            raise NotRun(f"no {opt} checkpoint with the data separated (train loss < 1/n)")
+        keys = ["dataset", "draw", "n", EPS_FRACTION]
+        enough = sel.groupby(keys)["log10_loss"].transform("nunique") >= 2
+        runs, short = sel[enough].groupby(keys), sel[~enough].groupby(keys).ngroups
+        if not runs.ngroups:
+            raise NotRun(f"no {opt} run has two separated checkpoints at different losses")
+        slopes = runs.apply(margin_slope, include_groups=False).rename("slope").reset_index()
+        per = slopes.groupby(["dataset", "draw"])["slope"].mean()
         labels = tuple(f"{ds} draw {int(dr)}" for ds, dr in per.index)
-        return Measurement(tuple(float(v) for v in per), unit="(regime, draw) pairs",
-                           labels=labels)  # fmt: skip
+        note = f"{len(slopes)} runs" + (
+            f"; {short} with fewer than two separated checkpoints left out" if short else ""
+        )
+        m = Measurement(tuple(float(v) for v in per), unit="(regime, draw) pairs",
+                        labels=labels, note=note)  # fmt: skip
+        return trend(m, "training: ln(1/L), L the train loss")
 
     return compute
