@@ -622,6 +622,9 @@ def test_readouts_the_summary_does_not_have_are_not_run(tmp_path):
     argmax = summary[summary.setting == "multiclass"].assign(**{
         "critical_radius.worst": 25.0, "critical_radius.pgd_margin": 25.0,
         "critical_radius.pgd_ce": 37.5, "critical_radius.universal": 30.0,
+        # its refined radius (the fixture's exact brackets) moves with it
+        "critical_radius.worst.refined": 25.0, "critical_radius.worst.lo": 25.0,
+        "critical_radius.worst.hi": 25.0,
     })  # fmt: skip
     summary = pd.concat([summary.assign(readout="sum"), argmax.assign(readout="argmax")])
     rows = rows_by(ledger(tmp_path, cfg, {FA: summary}), "fa", "fa.kclass_over_binary")

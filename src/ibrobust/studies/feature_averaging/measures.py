@@ -10,11 +10,13 @@ sweep).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from ibrobust.analysis.readoff import grid_bracket
 from ibrobust.analysis.robustness import critical_radius
 from ibrobust.claims.core import (
     Column,
@@ -26,6 +28,7 @@ from ibrobust.claims.core import (
     not_above,
 )
 from ibrobust.kinds import MODELS, OPTIMIZERS, trainer
+from ibrobust.studies.feature_averaging.tables import HI, LO, REFINED
 
 # ---- column mapping (summary.csv) ----
 SETTING = "setting"  # binary | multiclass | the reference's label
@@ -58,6 +61,13 @@ SOURCES: dict[str, Source] = {
             Column("clean_acc", lo=0, hi=1),
             Column(WORST, lo=0, nan_ok=True),  # NaN: never fell to 50 % on the grid
             *(Column(radius_col(a), lo=0, nan_ok=True, required=False) for a in ATTACKS),
+            # read-off brackets and refined radii (tables.LO / HI / REFINED; NaN: censored,
+            # or not refined)
+            *(
+                Column(radius_col(a) + end, lo=0, nan_ok=True, required=False)
+                for a in ("worst", *ATTACKS)
+                for end in (LO, HI, REFINED)
+            ),
             Column("fa_index", lo=0, hi=1, nan_ok=True, required=False),
             Column("other_class_ratio", lo=0, nan_ok=True, required=False),
             Column("other_class_slope", nan_ok=True, required=False),
@@ -79,6 +89,10 @@ SOURCES: dict[str, Source] = {
             Column("k", lo=2),
             Column("critical_radius", lo=0, nan_ok=True),
             *(Column(c, lo=0, nan_ok=True, required=False) for c in SWEEP_LAMBDA_COLUMNS),
+            *(
+                Column("critical_radius" + end, lo=0, nan_ok=True, required=False)
+                for end in (LO, HI, REFINED)
+            ),
         ),
         built_by="the study's target when the study has a scaling sweep",
     ),
@@ -135,11 +149,81 @@ def grid_max(ctx: StudyContext) -> float:
     return float(max(ctx.config["radii"]))
 
 
-def radii(sel: pd.DataFrame, col: str, ctx: StudyContext) -> tuple[pd.Series, bool]:
-    """A critical-radius column with NaN (never fell to 50 %) replaced by the top of the
-    radius grid, and whether any was (the values are then lower bounds)."""
-    v = sel[col]
-    return v.fillna(grid_max(ctx)), bool(v.isna().any())
+@dataclass(frozen=True)
+class ReadOff:
+    """Critical radii of the selected runs (one per seed, in ``sel``'s order) with their
+    read-off brackets: the refined radius (rule fa_refine) where the summary has it, else
+    the grid's interpolated radius in its grid cell; censored radii (NaN: never fell to 50 %
+    on the grid) at the grid's top, their own bracket (``censored`` says so)."""
+
+    values: pd.Series
+    brackets: tuple[tuple[float, float], ...]
+    censored: bool
+    resolution: str
+
+
+def read_off(sel: pd.DataFrame, col: str, ctx: StudyContext) -> ReadOff:
+    """The :class:`ReadOff` of column ``col`` (the summary's ``<col>.lo/.hi/.refined``,
+    :mod:`ibrobust.studies.feature_averaging.tables`; a summary without them: the grid cell
+    of the config's radii, :func:`ibrobust.analysis.readoff.grid_bracket`)."""
+    grid = [float(r) for r in ctx.config["radii"]]
+    top = max(grid)
+    vals, brackets, kinds, cens = [], [], set(), False
+    for _, row in sel.iterrows():
+        fine = row.get(col + REFINED, math.nan)
+        lo, hi = row.get(col + LO, math.nan), row.get(col + HI, math.nan)
+        if pd.notna(fine):
+            v, b = float(fine), (float(lo), float(hi))
+            kinds.add("bisection")
+        elif pd.isna(row[col]):  # censored at the grid's top
+            v, b, cens = top, (top, top), True
+        else:
+            v = float(row[col])
+            b = (float(lo), float(hi)) if pd.notna(lo) else grid_bracket(grid, v)
+            kinds.add(f"cell {b[1] - b[0]:g}")
+        if math.isinf(b[1]):  # a refined radius censored above
+            v, b, cens = b[0], (b[0], b[0]), True
+        vals.append(v)
+        brackets.append(b)
+    return ReadOff(
+        pd.Series(vals, index=sel.index), tuple(brackets), cens, resolution_text(kinds, ctx)
+    )
+
+
+def resolution_text(kinds: set[str], ctx: StudyContext) -> str:
+    """What the read-off brackets come from, in words, for the verdict's reason."""
+    parts = []
+    if "bisection" in kinds:
+        tol = (ctx.config.get("refine") or {}).get("tolerance")
+        parts.append("per-point bisection" + (f" to {float(tol):g}" if tol else ""))
+    cells = sorted(float(k.split()[1]) for k in kinds if k.startswith("cell"))
+    if cells:
+        parts.append("the radius grid's cell, " + ", ".join(f"{w:g}" for w in cells) + " wide")
+    return " and ".join(parts)
+
+
+def radius_measurement(sel: pd.DataFrame, col: str, ctx: StudyContext, scale: float):
+    """One critical radius per seed over ``scale``, with its read-off bracket
+    (:func:`read_off`): the interval carries the measurement's resolution."""
+    r = read_off(sel, col, ctx)
+    return Measurement(
+        tuple(r.values / scale),
+        lower_bound=r.censored,
+        points=points_of(sel),
+        brackets=tuple((lo / scale, hi / scale) for lo, hi in r.brackets),
+        resolution=r.resolution,
+    )
+
+
+def ratio_brackets(
+    num: Sequence[tuple[float, float]], den: Sequence[tuple[float, float]]
+) -> tuple[tuple[float, float], ...]:
+    """The bracket of each ratio a / b of two read-off values a in [a_lo, a_hi], b in
+    [b_lo, b_hi] (positive radii): [a_lo / b_hi, a_hi / b_lo] (unbounded above if b_lo = 0)."""
+    return tuple(
+        (a0 / b1 if b1 > 0 else 0.0, a1 / b0 if b0 > 0 else math.inf)
+        for (a0, a1), (b0, b1) in zip(num, den, strict=True)
+    )
 
 
 def d_and_k(ctx: StudyContext, dataset: str) -> tuple[int, int]:
@@ -162,8 +246,7 @@ def binary_over_theory(dataset: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         d, k = d_and_k(ctx, dataset)
         sel = rows(src["summary"], dataset, BINARY)
-        r, cens = radii(sel, WORST, ctx)
-        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(sel))
+        return radius_measurement(sel, WORST, ctx, math.sqrt(d / k))
 
     return compute
 
@@ -246,17 +329,19 @@ def kclass_over_binary(dataset: str, readout: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         bsel = rows(src["summary"], dataset, BINARY)
         msel = rows(src["summary"], dataset, MULTICLASS, readout)
-        b, cb = radii(bsel, WORST, ctx)
-        m, cm = radii(msel, WORST, ctx)
-        seeds = b.index.intersection(m.index)
+        seeds = bsel.index.intersection(msel.index)
         if seeds.empty:
             raise NotRun(f"no seed with both a binary and a k-class run on {dataset}")
-        note = "2-class radius off the grid (ratio overstated)" if cb else ""
+        b, m = read_off(bsel.loc[seeds], WORST, ctx), read_off(msel.loc[seeds], WORST, ctx)
+        note = "2-class radius off the grid (ratio overstated)" if b.censored else ""
+        # a ratio of two read-off radii lies in [m_lo / b_hi, m_hi / b_lo]
         return Measurement(
-            tuple(m[seeds] / b[seeds]),
-            lower_bound=cm and not cb,
+            tuple(m.values / b.values),
+            lower_bound=m.censored and not b.censored,
             note=note,
             points=points_of(bsel, msel),
+            brackets=ratio_brackets(m.brackets, b.brackets),
+            resolution=f"k-class: {m.resolution}; 2-class: {b.resolution}",
         )
 
     return compute
@@ -266,8 +351,7 @@ def reference_over_sqrt_d(dataset: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         d, _ = d_and_k(ctx, dataset)
         sel = rows(src["summary"], dataset, REFERENCE)
-        r, cens = radii(sel, WORST, ctx)
-        return Measurement(tuple(r / math.sqrt(d)), lower_bound=cens, points=points_of(sel))
+        return radius_measurement(sel, WORST, ctx, math.sqrt(d))
 
     return compute
 
@@ -281,8 +365,7 @@ def universal_over_theory(dataset: str):
         sel = rows(src["summary"], dataset, BINARY)
         if radius_col("universal") not in sel:
             raise NotRun("the universal-direction attack was not run")
-        r, cens = radii(sel, radius_col("universal"), ctx)
-        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(sel))
+        return radius_measurement(sel, radius_col("universal"), ctx, math.sqrt(d / k))
 
     return compute
 
