@@ -95,7 +95,7 @@ def test_bad_ladders_are_named_at_their_key(scale, key, fragment):
     ("overrides", "key", "fragment"),
     [
         ({"cnn": {"zz_unknown": 1}}, "studies.price_nn.scale.overrides.cnn.zz_unknown", "unknown key (allowed: ['attack_points',"),
-        ({"zz_unknown": 1}, "studies.price_nn.scale.overrides.zz_unknown", "unknown key (allowed: ['cnn',"),
+        ({"zz_unknown": 1}, "studies.price_nn.scale.overrides.zz_unknown", "unknown key (allowed: ['claims', 'cnn',"),
         ({"fc": {"n_train": [100], "zz": 1}}, "studies.price_nn.scale.overrides.fc.zz", "unknown key"),
         ({"cnn": {"n_train": "100"}}, "studies.price_nn.scale.overrides.cnn.n_train", "is not of type 'array'"),
         ({"cnn": {"eps": [0.0, -0.1]}}, "studies.price_nn.scale.overrides.cnn.eps[1]", "less than the minimum of 0"),
