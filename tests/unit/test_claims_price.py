@@ -364,12 +364,21 @@ def test_price_vanishes_at_the_margin_on_converged_runs(tmp_path):
     # one value per (regime, draw): 3 regimes x 4 draws, 0.005 +- 2.201 x 0.00085 / sqrt 12
     assert row.verdict == HOLDS and (row.n, row.unit) == (12, "(regime, draw) pairs")
     assert (row.ci_lo, row.ci_hi) == pytest.approx(t_ends(at_margin * 3, T_975_11))
-    assert row.note == "eps = 0.99 gamma*; no converged pair in sparse x"
+    # the convergence filter's drops, per algorithm, over the 4 regimes x 3 n x 4 draws:
+    # GD at n = 64 (4 regimes x 4 draws) and the sparse-x regime (8 more), CD the latter
+    assert row.note == (
+        "eps = 0.99 gamma*; unconverged (regime, n, draw) cells dropped: lin_gd 24 of 48, "
+        "lin_cd 12 of 48; no converged pair in sparse x"
+    )
     # 0.15 apart in every regime (converged everywhere): wholly outside +-0.10
     df = ledger(tmp_path, default_config(),
                 edge_outputs(lambda ds, o, f, n, d: 0.15 if f == 0.99 else 0.0))  # fmt: skip
     row = one(df, "price_linear", "price.vanishes_at_margin")
-    assert row.verdict == FAILS and row.n == 16 and row.note == "eps = 0.99 gamma*"
+    assert row.verdict == FAILS and row.n == 16
+    assert row.note == (
+        "eps = 0.99 gamma*; unconverged (regime, n, draw) cells dropped: lin_gd 0 of 48, "
+        "lin_cd 0 of 48"
+    )
     # within +-0.10 but not +-0.02 (the paper's one tie margin): (0.05 + 0.001 draw), 16 values
     df = ledger(tmp_path, default_config(),
                 edge_outputs(lambda ds, o, f, n, d: 0.05 + 0.001 * d if f == 0.99 else 0.0))  # fmt: skip
@@ -378,12 +387,65 @@ def test_price_vanishes_at_the_margin_on_converged_runs(tmp_path):
     assert row.verdict == WEAKER and (row.ci_lo, row.ci_hi) == pytest.approx(
         t_ends(values, T_975_15)
     )
-    # nothing converged at 0.99: not run
-    df = ledger(tmp_path, default_config(),
-                edge_outputs(lambda *a: 0.0, converged=lambda ds, o, f, n, d: f != 0.99))  # fmt: skip
-    row = one(df, "price_linear", "price.vanishes_at_margin")
+    # nothing converged at 0.99, every run stopped at the study's cap (the fixture's 5000
+    # iterations, config.yaml's max_iters): the study cannot reach the cell by configuration
+    unconverged = edge_outputs(lambda *a: 0.0, converged=lambda ds, o, f, n, d: f != 0.99)
+    row = one(ledger(tmp_path, default_config(), unconverged), "price_linear",
+              "price.vanishes_at_margin")  # fmt: skip
+    assert row.verdict == NOT_APPLICABLE
+    assert row.reason == (
+        "the study's iteration cap (stopping.max_iters = 5000) stops the runs before the "
+        "stopping loss at 0.99 gamma* (unconverged (regime, n, draw) cells dropped: lin_gd 48 "
+        "of 48, lin_cd 48 of 48); judged in a study whose cap reaches it (price_near)"
+    )
+    # they stopped before a larger cap (not at it): not run
+    cfg = default_config()
+    cfg["studies"]["price_linear"]["stopping"]["max_iters"] = 10000
+    row = one(ledger(tmp_path, cfg, unconverged), "price_linear", "price.vanishes_at_margin")
     assert row.verdict == NOT_RUN
     assert row.reason == "no regime where GD and CD both reached the stopping loss at [0.99]"
+
+
+def test_price_near_judges_the_vanishing_claim_only_and_the_ledger_lists_it_there(tmp_path):
+    """config.yaml's price_near (claims: [price.vanishes_at_margin]) at eps 0 and 0.95
+    gamma*: the vanishing edge is judged there (0.004 on all 16 (regime, draw) pairs: holds),
+    every other claim of the kind is not applicable; price_linear, whose runs stop at its
+    5000-iteration cap at 0.99 gamma*, has it not applicable, so the ledger lists the claim
+    once, in price_near, and price_near's other claims nowhere."""
+    near = edge_outputs(lambda ds, o, f, n, d: 0.004 if f == 0.95 else 0.0,
+                        fractions=(0.0, 0.95), n_values=(16,))  # fmt: skip
+    files = {("price_near", rel): df for (_, rel), df in near.items()}
+    files.update(edge_outputs(lambda ds, o, f, n, d: 0.05 if f > 0 else 0.0,
+                              converged=lambda ds, o, f, n, d: f != 0.99))  # fmt: skip
+    cfg = default_config(price_near=True)
+    every = ledger(tmp_path, cfg, files)
+    row = one(every, "price_near", "price.vanishes_at_margin")
+    assert row.verdict == HOLDS and (row.n, row.unit) == (16, "(regime, draw) pairs")
+    assert row.note == (
+        "eps = 0.95 gamma*; unconverged (regime, n, draw) cells dropped: lin_gd 0 of 16, "
+        "lin_cd 0 of 16"
+    )
+    near_rows = every.loc["price_near"].reset_index()
+    others = near_rows[near_rows.id != "price.vanishes_at_margin"]
+    assert len(others) > 0 and set(others.verdict) == {NOT_APPLICABLE}
+    assert set(others.reason) == {
+        "the study is designed to judge price.vanishes_at_margin only (studies.price_near.claims)"
+    }
+    assert one(every, "price_linear", "price.vanishes_at_margin").verdict == NOT_APPLICABLE
+    df = ledger(tmp_path, cfg, files, per_claim=True).reset_index()
+    judged = df[(df.id == "price.vanishes_at_margin") & (df.study != "price_limit")]
+    assert list(judged.study) == ["price_near"]  # price_limit: disabled here, not run
+    assert list(df[df.study == "price_near"].id) == ["price.vanishes_at_margin"]
+    # disabled (config.yaml's default): the other claims stay not applicable, this one not run
+    off = ledger(tmp_path, default_config(), files).loc["price_near"].reset_index()
+    assert set(off[off.id != "price.vanishes_at_margin"].verdict) == {NOT_APPLICABLE}
+    assert set(off[off.id == "price.vanishes_at_margin"].verdict) == {NOT_RUN}
+    # a claim id the kind does not have is named
+    cfg["studies"]["price_near"]["claims"] = ["price.vanishes_at_margin", "price.nope"]
+    with pytest.raises(
+        SummaryError, match=r"config key studies.price_near.claims: \['price.nope'\]"
+    ):
+        ledger(tmp_path / "bad", cfg, files)
 
 
 # ---- Study PRICE-LIN: the limit, and which study judges what -----------------------------------

@@ -423,4 +423,7 @@ def _vanishes_claim() -> Claim:
         compute=near_margin_edge,
         sources=("summary", "problems"),
         not_applicable=_protocol_only,
+        cost="the study price_near (config.yaml, in reproduce): the four regimes and draws at "
+        "n = 16, GD and CD at 0.95 gamma* with a 4,000,000-iteration cap (GD needs 1.9M "
+        "iterations there in the sparse-w* regime, 146 CPU-s for one draw)",
     )
