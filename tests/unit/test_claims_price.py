@@ -43,7 +43,7 @@ from ibrobust.claims.core import (
     NotRun,
     SummaryError,
 )
-from ibrobust.studies.price_linear.measures import margin_slope
+from ibrobust.studies.price_linear.limit_measures import margin_slope
 
 ROBUST_CELLS = "the robust-ERM cells (0 < eps/gamma* <= 0.75)"
 ROBUST = (0.25, 0.5, 0.75)  # config.yaml's robust-ERM cells; 0: ERM; 0.99: the approach to gamma*

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ibrobust.claims.citations import TSILIVIS_2024, Citation
 from ibrobust.claims.core import ASYMPTOTIC, Claim, StudyContext, at_most
-from ibrobust.studies.price_linear.measures import limit_trend
+from ibrobust.studies.price_linear.limit_measures import limit_trend
 
 LIMIT_LOSS = 1e-10  # a study stopping below this train loss trains to the limit (price_limit)
 
