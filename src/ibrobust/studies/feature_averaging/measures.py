@@ -157,6 +157,19 @@ def d_and_k(ctx: StudyContext, dataset: str) -> tuple[int, int]:
 
 
 # ---- measurements --------------------------------------------------------------------------
+def binary_over_theory(dataset: str):
+    """Per 2-class seed: the 50 % critical radius (worst case over attacks) / sqrt(d/k), with
+    its read-off bracket (the measure fa.binary_radius used before it read the near-zero
+    radius; benchmarks/fa_rate_stop_table.py tabulates the recorded sweep with it)."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        d, k = d_and_k(ctx, dataset)
+        sel = rows(src["summary"], dataset, BINARY)
+        return radius_measurement(sel, WORST, ctx, math.sqrt(d / k))
+
+    return compute
+
+
 def near_zero_radius(dataset: str):
     """Per 2-class seed: the radius at which the worst case over attacks leaves at most
     :data:`NEAR_ZERO` of the test points robust (``robust_accuracy_vs_radius.csv``, attack
