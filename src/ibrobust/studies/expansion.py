@@ -168,7 +168,6 @@ def expand_scale(cfg: dict, schema: dict) -> dict:
             out[section][vname] = variant
             rung = rung_name(name, sc["key"], v)
             rung_block = _merged(block, sc["overrides"])
-            _check_rung(rung_block, schema, f"{where}.overrides")
             out["studies"][rung] = dict(_renamed(rung_block, base, vname), enabled=False)
     for rung, r in scale_rungs(out).items():
         if rung != r.ladder:
@@ -180,20 +179,6 @@ def expand_scale(cfg: dict, schema: dict) -> dict:
                     f"config key studies.{r.ladder}.scale: the rung {rung}: {err}"
                 ) from None
     return out
-
-
-def _check_rung(block: dict, schema: dict, where: str) -> None:
-    """A rung's study block (the study with the ladder's overrides merged in) against its
-    study kind's schema: an override the kind does not have (e.g. an unknown key inside a
-    nested block) is an error at its key under ``where`` (the overrides), before any job."""
-    from ibrobust.config.validate import _message  # here: the config package imports this one
-
-    definition = {**schema, "$ref": f"#/definitions/{kinds.STUDIES.what}_{block['kind']}"}
-    errors = sorted(
-        jsonschema.Draft7Validator(definition).iter_errors(block), key=lambda e: list(e.path)
-    )
-    if errors:
-        raise ConfigError(_message(errors[0]).replace("config key ", f"config key {where}.", 1))
 
 
 def _check_variant(entry: dict, schema: dict, reg: kinds.Registry, where: str) -> None:
