@@ -49,6 +49,13 @@ TIE_BASIS = (
     "the paper's one stated scale for a robust-gap difference (Sec. 5.1, Fig. 1: 'exceeds "
     "20%', contrasted with 'generalize similarly'): a tenth of it strong, half of it weak"
 )
+# The house's tie margin (P4: "the same" within 1 (3) points), kept for the two rows whose
+# numbers a committed ledger held before the paper's one margin above was chosen: widening
+# them to TIE afterwards would loosen a rule after its number (price.vanishes_at_margin's
+# 0.036 [0.019, 0.054] would turn from inconclusive to holds weaker), which the project
+# never does; the referee's "one margin per paper" is met where it tightens or keeps a rule
+EQUIV = (0.01, 0.03)
+EQUIV_BASIS = "the house's P4 tie margin (docs/studies/README.md): 1 point strong, 3 weak"
 
 
 # ---- applicability ------------------------------------------------------------------------------
@@ -261,15 +268,16 @@ def _regime_claims(rg: dict[str, str]) -> list[Claim]:
             "gap(CD) averaged over n, per draw; the cells near gamma* are left out (there the "
             "two return the same solution, Lemma C.4, so they would show it trivially), the "
             "eps = 0 cell is reported, not a case ('with eps > 0'). Per cell, 'does not "
-            f"outperform' includes a tie: the edge at most +{TIE[0]:g} (strong) or "
-            f"+{TIE[1]:g} (weak), the paper's one tie margin (this passage gives no scale of "
-            f"its own; {TIE_BASIS}), each cell's interval Bonferroni-corrected for the "
-            "number of cells.",
+            f"outperform' includes a tie: the edge at most +{EQUIV[0]:g} (strong) or "
+            f"+{EQUIV[1]:g} (weak), {EQUIV_BASIS} (this passage gives no scale of its own; "
+            "the paper's one tie margin, +0.02 / +0.10, would loosen this rule after its "
+            "number was known), each cell's interval Bonferroni-corrected for the number of "
+            "cells.",
             paper="CD does not outperform GD in some eps > 0 cell of the dense-teacher, sparse-x "
             "regime",
             measure="per robust-ERM eps cell: per draw gap(GD) - gap(CD), mean over n (every "
             "cell's edge in the note, with the eps = 0 cell's)",
-            rule=at_most("gap difference", TIE[0], TIE[1], basis=TIE_BASIS),
+            rule=at_most("gap difference", EQUIV[0], EQUIV[1], basis=EQUIV_BASIS),
             compute=edge_cells("sparse x"),
             sources=("summary", "problems"),
             applies=_needs("sparse x"),
@@ -408,17 +416,19 @@ def _vanishes_claim() -> Claim:
         f"{NEAR_MIN:g} gamma*), on the "
         "(n, draw) cells where both GD and CD reached the stopping loss (converged runs, "
         f"as the lemma assumes). 'The same' (equivalence): the signed edge within "
-        f"+-{TIE[0]:g} (strong) or +-{TIE[1]:g} (weak), the paper's one tie margin (Lemma "
-        f"C.4 states an identity of solutions, not a scale; {TIE_BASIS}).",
+        f"+-{EQUIV[0]:g} (strong) or +-{EQUIV[1]:g} (weak), {EQUIV_BASIS} (Lemma C.4 "
+        "states an identity of solutions, not a scale; the paper's one tie margin, +-0.02 / "
+        "+-0.10, would loosen this rule after a committed ledger held its 0.036 [0.019, "
+        "0.054]).",
         paper="0 at eps = gamma* (Lemma C.4)",
         measure="per (regime, draw): signed gap(GD) - gap(CD) at the largest eps/gamma* < 1, "
         "mean over the n where both runs converged",
         rule=between(
             "gap difference",
-            (-TIE[0], TIE[0]),
-            (-TIE[1], TIE[1]),
+            (-EQUIV[0], EQUIV[0]),
+            (-EQUIV[1], EQUIV[1]),
             basis="Lemma C.4 states an identity of solutions at eps = gamma*, not a scale; "
-            f"judged below gamma* on {TIE_BASIS}",
+            f"judged below gamma* on {EQUIV_BASIS}",
         ),
         compute=near_margin_edge,
         sources=("summary", "problems"),
