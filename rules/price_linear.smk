@@ -2,9 +2,10 @@
 # steepest descent on linear models and GD on diagonal nets (Tsilivis et al. NeurIPS 2024,
 # Sec. 5.1). Jobs: the test set per regime; one job per (regime, n) that draws the training
 # sets, computes their exact l_inf margins (LP) and runs every algorithm's vectorised robust
-# ERM over every draw x eps fraction (a few CPU-seconds each: one job rather than one per
-# algorithm saves an interpreter and torch's import per algorithm); then one job for the
-# study's figures and tables. Adding an n value or a regime adds only its own jobs (and reruns
+# ERM over every draw x eps fraction, recording each run's margin ratio at every decade of its
+# train loss (the margin path) (a few CPU-seconds each: one job rather than one per algorithm
+# saves an interpreter and torch's import per algorithm); then one job for the study's figures
+# and tables (and the margin paths in one table). Adding an n value or a regime adds only its own jobs (and reruns
 # the figures); changing one algorithm's settings reruns every (regime, n) job.
 from ibrobust.studies import price_linear as _price  # noqa: E402
 
@@ -47,6 +48,7 @@ rule price_train:
         data=f"{PRICE_RUN}/data.npz",
         meta=f"{PRICE_RUN}/data.json",
         metrics=f"{PRICE_RUN}/metrics.csv",
+        margin_path=f"{PRICE_RUN}/margin_path.csv",
         weights=f"{PRICE_RUN}/weights.npz",
     log:
         "results/logs/price_train/{study}/{dataset}/n{n}.log",
@@ -83,6 +85,7 @@ rule price_linear_figures:
     input:
         metrics=lambda w: _price.files(w.study, STUDIES[w.study], "metrics.csv"),
         weights=lambda w: _price.files(w.study, STUDIES[w.study], "weights.npz"),
+        margin_path=lambda w: _price.files(w.study, STUDIES[w.study], "margin_path.csv"),
     output:
         gap_png=report("results/{study}/figures/gap_vs_n.png", caption="../report/price_linear/gap_vs_n.rst", category="{study}", subcategory="figures"),
         gap_pdf="results/{study}/figures/gap_vs_n.pdf",
@@ -98,6 +101,7 @@ rule price_linear_figures:
         cosines_csv="results/{study}/figures/solution_cosines.csv",
         summary_csv="results/{study}/figures/summary.csv",
         summary_md="results/{study}/figures/summary.md",
+        margin_path_csv="results/{study}/figures/margin_path.csv",
     log:
         "results/logs/figures/{study}/price_linear.log",
     params:

@@ -3,7 +3,7 @@ per algorithm, ERM and robust ERM side by side (paper Fig. 1 bottom, 2 left, 5);
 regime x eps heatmaps of the mean over n of gap(first) - gap(second), robust (Fig. 2 right)
 and clean (Fig. 6); the cosines between the algorithms' solutions vs eps / gamma* (they
 approach 1 as eps -> gamma*, Lemma C.4); the per-setting means over draws and the study's
-numbers."""
+numbers; the runs' margin paths in one table (the limit claims' trend)."""
 
 from _figures import figure_files, gather_csv, save_outputs
 from _job import Job
@@ -52,5 +52,6 @@ with Job(snakemake) as job:
     with atomic_path(out.summary_md) as tmp:
         tmp.write_text(md + "\n")
     job.log.info("summary:\n%s", md)
-    for f in (out.summary_csv, out.summary_md):
+    save_csv(out.margin_path_csv, gather_csv(list(snakemake.input.margin_path), p.runs))
+    for f in (out.summary_csv, out.summary_md, out.margin_path_csv):
         job.artifact(f, "tables")

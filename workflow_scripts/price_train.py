@@ -1,7 +1,8 @@
 """Rule price_train: one (regime, n) of Study PRICE-LIN. Draws the training sets and their
 exact l_inf margins (one LP per draw), then runs every algorithm's robust ERM on every draw x
 eps fraction, each algorithm as one vectorised batch; writes the draws, the per-problem
-metrics of every algorithm (column ``optimizer``) and the solutions (the job's model file)."""
+metrics of every algorithm (column ``optimizer``), the margin ratio at each decade of the
+train loss along training (the margin path) and the solutions (the job's model file)."""
 
 import time
 
@@ -52,7 +53,8 @@ with Job(snakemake) as job:
         job.metrics(runs[-1].job_metrics(), step=step)
         job.log.info("%s", runs[-1].describe(x.shape[0], len(p.eps_fractions)))
     save_csv(out.metrics, pd.concat([r.table for r in runs], ignore_index=True))
+    save_csv(out.margin_path, pd.concat([r.path for r in runs], ignore_index=True))
     save_npz(out.weights, **weights_arrays(runs, grid))
     job.model(out.weights)
-    for f in (out.meta, out.metrics):
+    for f in (out.meta, out.metrics, out.margin_path):
         job.artifact(f, "price_linear")

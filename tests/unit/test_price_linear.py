@@ -13,12 +13,14 @@ import torch
 
 from ibrobust.analysis.linear_margin import linf_margin
 from ibrobust.analysis.linear_metrics import robust_accuracy
+from ibrobust.claims.sources import load_source
 from ibrobust.data.teacher import make_teacher_batch
 from ibrobust.studies.price_linear.experiment import (
     algorithm_label,
     algorithm_of,
     draw_margins,
     erm_config,
+    margin_path_table,
     metrics_table,
     problem_grid,
     regime_label,
@@ -27,6 +29,7 @@ from ibrobust.studies.price_linear.experiment import (
     teacher_config,
     train_problems,
 )
+from ibrobust.studies.price_linear.measures import SOURCES
 from ibrobust.studies.price_linear.plots import cosine_vs_fraction, gap_difference_heatmap, gap_vs_n
 from ibrobust.studies.price_linear.tables import (
     gap_difference,
@@ -36,7 +39,13 @@ from ibrobust.studies.price_linear.tables import (
     solution_cosines,
     summary_markdown,
 )
-from ibrobust.training.robust_erm import RobustERMConfig, default_c, train_robust_erm
+from ibrobust.training.robust_erm import (
+    Checkpoints,
+    RobustERMConfig,
+    RobustERMResult,
+    default_c,
+    train_robust_erm,
+)
 
 DENSE = {"kind": "teacher", "d": 12, "k_w": 12, "k_x": 12, "entries": "pm1", "n_test": 300}
 SPARSE_W = dict(DENSE, k_w=2)
@@ -159,6 +168,66 @@ def test_metrics_table_matches_direct_evaluation():
         assert t.margin_ratio[b] <= 1 + 1e-9
     erm = t[t.eps_fraction == 0]
     np.testing.assert_allclose(erm.robust_gap, erm.clean_gap)  # at eps = 0 the two coincide
+
+
+def _two_points():
+    """z_i = y_i x_i = (2, 0) and (0, 1): gamma* = max over ||w||_1 = 1 of min(2 w_1, w_2)
+    = 2/3 at w = (1/3, 2/3) (2 w_1 = w_2)."""
+    x = torch.tensor([[[2.0, 0.0], [0.0, -1.0]]], dtype=torch.float64)
+    y = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
+    return x, y
+
+
+def test_margin_path_table_is_the_margin_ratio_at_each_checkpoint_hand_computed():
+    x, y = _two_points()
+    gamma, _ = draw_margins(x, y)
+    assert gamma[0] == pytest.approx(2 / 3)
+    grid = problem_grid([3], gamma, [0.0, 0.5])  # problems (draw 3, eps 0), (draw 3, eps 0.5)
+    # margin ratio min(2 w_1, w_2) / ((|w_1| + |w_2|) 2/3): (1, 0) -> 0; (1, 1) -> (1/2)/(2/3)
+    # = 3/4; (1, 2) -> (2/3)/(2/3) = 1; (1, -1) -> (-1/2)/(2/3) = -3/4
+    ck = Checkpoints(
+        problem=torch.tensor([0, 0, 1, 1]),
+        step=torch.tensor([5, 9, 4, 7]),
+        log_loss=torch.tensor([-1.0, -3.0, -2.0, -5.0], dtype=torch.float64) * math.log(10),
+        w=torch.tensor([[1.0, 0.0], [1.0, 1.0], [1.0, -1.0], [1.0, 2.0]], dtype=torch.float64),
+    )
+    zeros = torch.zeros(2)
+    res = RobustERMResult(w=ck.w[[1, 3]], log_loss=zeros, iters=zeros, converged=zeros,
+                          diverged=zeros, c=zeros, checkpoints=ck)  # fmt: skip
+    t = margin_path_table(res, grid, x, y)
+    assert list(t.columns) == ["draw", "eps_fraction", "iter", "log10_loss", "margin_ratio"]
+    assert list(t.draw) == [3] * 4 and list(t.eps_fraction) == [0.0, 0.0, 0.5, 0.5]
+    assert list(t["iter"]) == [5, 9, 4, 7]
+    np.testing.assert_allclose(t.log10_loss, [-1, -3, -2, -5])
+    np.testing.assert_allclose(t.margin_ratio, [0.0, 0.75, -0.75, 1.0])
+    with pytest.raises(ValueError, match="checkpoint_decades"):
+        margin_path_table(RobustERMResult(**{**vars(res), "checkpoints": None}), grid, x, y)
+
+
+def test_margin_path_of_a_run_ends_at_its_metrics_and_is_what_the_ledger_reads(tmp_path):
+    """Trained by the study's config (erm_config records the checkpoints): the last
+    checkpoint of a run stopped at 10^-3 is its stopping iterate (metrics_table's margin
+    ratio); the gathered table passes the ledger's margin_path source."""
+    cfg = teacher_config(DENSE, 10)
+    x, y = sample_train_draws(cfg, 0, [0, 1])
+    _, x_te, y_te = sample_test_set(cfg, 0)
+    gamma, _ = draw_margins(x, y)
+    grid = problem_grid([0, 1], gamma, [0.0, 0.5])
+    erm = erm_config({"kind": "steepest", "norm": "l1"}, STOP)
+    assert erm.checkpoint_decades
+    res = train_problems(x, y, grid, erm)
+    metrics, path = metrics_table(res, grid, x, y, x_te, y_te), margin_path_table(res, grid, x, y)
+    assert bool(metrics.converged.all())
+    last = path.groupby(["draw", "eps_fraction"]).tail(1).reset_index(drop=True)
+    assert last["iter"].tolist() == metrics.iters.tolist()
+    np.testing.assert_allclose(last.margin_ratio, metrics.margin_ratio)
+    np.testing.assert_allclose(last.log10_loss, metrics.log10_loss)
+    assert path.groupby(["draw", "eps_fraction"]).size().tolist() == [3] * 4  # 10^-1..10^-3
+    table = path.assign(dataset="ds", optimizer="cd", n=10)
+    file = tmp_path / "margin_path.csv"
+    table.to_csv(file, index=False)
+    loaded = load_source(file, SOURCES["margin_path"])
+    assert len(loaded) == len(table)
 
 
 def test_solution_cosines_pairs_and_alignment():

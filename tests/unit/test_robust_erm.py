@@ -281,3 +281,48 @@ def test_bad_inputs_raise():
         train_robust_erm(x, torch.ones(2, 3), torch.tensor([0.1, 0.2, 0.3]), RobustERMConfig())
     with pytest.raises(ValueError, match="y"):
         train_robust_erm(x, torch.zeros(2, 3), 0.0, RobustERMConfig())
+
+
+@pytest.mark.parametrize("algorithm", ["gd", "cd", "diag_gd"])
+def test_checkpoints_are_the_first_iterate_of_each_loss_decade(algorithm):
+    """checkpoint_decades records, per problem, the first step t with L(w_t) <= 10^-k for
+    each new k >= 1 (read off the every-step history), its log-loss and its w; the
+    stopping iterate at a threshold 10^-K is the last one; recording changes no iterate."""
+    batch = small_problem(seed=5, d=10, n=8, draws=2)
+    eps = torch.tensor([0.0, 0.05])
+    base = RobustERMConfig(algorithm=algorithm, max_iters=20_000, loss_threshold=1e-6)
+    plain = train_robust_erm(batch.x_train, batch.y_train, eps, base)
+    cfg = RobustERMConfig(**{**vars(base), "checkpoint_decades": True, "history_every": 1})
+    res = train_robust_erm(batch.x_train, batch.y_train, eps, cfg)
+    assert plain.checkpoints is None and bool(res.converged.all())
+    torch.testing.assert_close(res.w, plain.w, rtol=0, atol=0)
+    assert res.iters.tolist() == plain.iters.tolist()
+    hist = torch.stack([row["log_loss"] for row in res.history])  # (T, B)
+    ck = res.checkpoints
+    assert ck.problem.tolist() == sorted(ck.problem.tolist())
+    for b in range(2):
+        k = torch.floor(-hist[: int(res.iters[b]) + 1, b] / math.log(10)).clamp_min(0)
+        before = torch.cat([torch.zeros(1, dtype=k.dtype), k.cummax(0).values[:-1]])
+        want = torch.nonzero(k > before).squeeze(-1).tolist()  # a new deepest decade
+        mine = ck.problem == b
+        assert ck.step[mine].tolist() == want and float(k.max()) == 6
+        torch.testing.assert_close(ck.log_loss[mine], hist[want, b])
+        torch.testing.assert_close(ck.w[mine][-1], res.w[b])  # the stopping iterate
+    # batched = chunked: every problem's checkpoints are its own
+    chunked = train_robust_erm(batch.x_train, batch.y_train, eps, cfg, chunk_bytes=1)
+    assert chunked.checkpoints.step.tolist() == ck.step.tolist()
+    torch.testing.assert_close(chunked.checkpoints.w, ck.w)
+
+
+def test_checkpoints_of_a_hand_computed_step():
+    """One point z = y x = (1, 0), GD with c = 1 (eta_t = 1 / L): L(0) = 1, the first step
+    is w = 1 * L * G-direction = (1, 0), L = e^-1 (decade 0, no checkpoint); the second
+    w = (1 + e^-1 * e, 0) = (2, 0), L = e^-2 = 0.135 (decade 0); the third w = (3, 0),
+    L = e^-3 = 0.0498 <= 0.1: the first checkpoint, at t = 3."""
+    x, y = torch.tensor([[[1.0, 0.0]]]), torch.tensor([[1.0]])
+    cfg = RobustERMConfig(algorithm="gd", c=1.0, max_iters=3, loss_threshold=0.0,
+                          checkpoint_decades=True)  # fmt: skip
+    ck = train_robust_erm(x, y, 0.0, cfg).checkpoints
+    assert ck.problem.tolist() == [0] and ck.step.tolist() == [3]
+    assert float(ck.log_loss[0]) == pytest.approx(-3.0)
+    torch.testing.assert_close(ck.w[0], torch.tensor([3.0, 0.0], dtype=torch.float64))

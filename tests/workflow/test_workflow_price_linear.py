@@ -50,7 +50,7 @@ FIGURES = ["gap_vs_n", "gap_difference_robust", "gap_difference_clean", "solutio
 # the figures and tables; the claims ledger reads the summary, so it reruns with it
 FIGURE_JOBS = Counter(price_linear_figures=1, claims=1)
 # what one price_train job (one regime, one n) writes
-TRAIN_FILES = ["data.npz", "data.json", "metrics.csv", "weights.npz"]
+TRAIN_FILES = ["data.npz", "data.json", "metrics.csv", "margin_path.csv", "weights.npz"]
 
 
 def run_price(workdir: Path, *args: str, extra: tuple[Path, ...] = (), timeout: float = 900) -> Run:
@@ -65,7 +65,8 @@ def declared_outputs(study: str = "price_linear") -> list[str]:
             out += [f"results/{study}/{ds}/n{n}/{f}" for f in TRAIN_FILES]
     for f in FIGURES:
         out += [f"results/{study}/figures/{f}{ext}" for ext in (".png", ".pdf", ".csv")]
-    return out + [f"results/{study}/figures/summary.csv", f"results/{study}/figures/summary.md"]
+    tables = ("summary.csv", "summary.md", "margin_path.csv")
+    return out + [f"results/{study}/figures/{t}" for t in tables]
 
 
 @dataclass

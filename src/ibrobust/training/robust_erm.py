@@ -40,6 +40,15 @@ is below ``loss_threshold`` (checked before each step) or after ``max_iters`` st
 removed from the working batch, so they cost nothing and their iterates are exactly
 those of a run on their own.
 
+Checkpoints (``checkpoint_decades``). The iterate of each problem at every *decade of the
+train loss*: the first step t at which L(w_t) <= 10^-k, for k = 1, 2, ... (a grid fixed in
+loss space, the same for every run; one checkpoint when a step crosses several decades at
+once, at the deepest one; none once the loss is non-finite). A run that stops at a
+threshold 10^-K has its stopping iterate as its last checkpoint. Each checkpoint keeps
+(problem, t, log L, w): what the caller evaluates along training (e.g. the margin) with
+the same functions it applies to the final w. Its cost is one comparison of (b,) losses
+per step and a copy of w at the ~log10(1/L) checkpoints.
+
 Speed (CPU, float64). The batch runs in consecutive cache-sized sub-batches
 (``chunk_bytes``, default 8 MiB of signed inputs: 4 problems at n = d = 512); one
 iteration is two batched matrix-vector products, memory-bound, and a sub-batch that
@@ -74,6 +83,7 @@ ALGORITHM_NORM = {"gd": "l2", "cd": "l1", "sd": "linf", "diag_gd": "l2"}
 ALGORITHMS = tuple(ALGORITHM_NORM)
 ZERO_SUBGRADIENTS = ("min_norm", "zero")
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
+LN10 = math.log(10.0)
 CHUNK_BYTES = 8 << 20  # sub-batch size that keeps the signed inputs in a CPU's last-level cache
 
 
@@ -96,6 +106,7 @@ class RobustERMConfig:
     alpha: float = 0.01  # diag_gd init scale: u = v = alpha / sqrt(d)
     dtype: str = "float64"
     history_every: int = 0  # > 0: record log-loss of all problems every this many steps
+    checkpoint_decades: bool = False  # record (t, log L, w) at each decade of the loss
 
     def __post_init__(self) -> None:
         for key, allowed in (
@@ -138,6 +149,34 @@ class RobustERMConfig:
         return ALGORITHM_NORM[self.algorithm]
 
 
+@dataclass(frozen=True)
+class Checkpoints:
+    """The iterates at the decades of the train loss (module docstring), one row each,
+    sorted by (problem, step)."""
+
+    problem: torch.Tensor  # (K,) int64 index of the problem in the batch
+    step: torch.Tensor  # (K,) int64 iteration t of the checkpoint
+    log_loss: torch.Tensor  # (K,) natural log of the train loss at it
+    w: torch.Tensor  # (K, d) the linear predictor at it (u*u - v*v for diag_gd)
+
+    @staticmethod
+    def stack(
+        rows: list[tuple[torch.Tensor, int, torch.Tensor, torch.Tensor]], d: int, dtype: torch.dtype
+    ) -> Checkpoints:
+        """From groups (problems (k,), step, log_loss (k,), w (k, d)), sorted by (problem,
+        step)."""
+        if not rows:
+            none = torch.zeros(0, dtype=torch.int64)
+            return Checkpoints(
+                none, none, torch.zeros(0, dtype=dtype), torch.zeros((0, d), dtype=dtype)
+            )
+        problem = torch.cat([r[0] for r in rows])
+        step = torch.cat([torch.full_like(r[0], r[1]) for r in rows])
+        order = torch.argsort(problem * (int(step.max()) + 1) + step)
+        log_loss, w = torch.cat([r[2] for r in rows]), torch.cat([r[3] for r in rows])
+        return Checkpoints(problem[order], step[order], log_loss[order], w[order])
+
+
 @dataclass
 class RobustERMResult:
     w: torch.Tensor  # (B, d) final linear predictor (u*u - v*v for diag_gd)
@@ -152,6 +191,7 @@ class RobustERMResult:
     v: torch.Tensor | None = None
     # rows {"epoch": step, "log_loss": (B,)} (one full-batch step is one epoch); NaN once stopped
     history: list[dict] | None = None
+    checkpoints: Checkpoints | None = None  # config.checkpoint_decades only
 
 
 def robust_log_loss(
@@ -261,9 +301,12 @@ def train_robust_erm(
     per_problem = n * d * torch.finfo(dtype).bits // 8
     step = max(1, chunk_bytes // per_problem)
     history: dict[int, torch.Tensor] = {}
+    checkpoints: list | None = [] if config.checkpoint_decades else None
     for lo in range(0, bsz, step):
         sl = slice(lo, min(lo + step, bsz))
-        _train_chunk(x[sl], y[sl], eps[sl], c[sl], config, out, sl, history)
+        _train_chunk(x[sl], y[sl], eps[sl], c[sl], config, out, sl, history, checkpoints)
+    if checkpoints is not None:
+        out.checkpoints = Checkpoints.stack(checkpoints, d, dtype)
     log_thr = math.log(config.loss_threshold) if config.loss_threshold > 0 else -math.inf
     out.converged = out.log_loss < log_thr
     out.diverged = ~torch.isfinite(out.log_loss)
@@ -281,8 +324,10 @@ def _train_chunk(
     out: RobustERMResult,
     sl: slice,
     history: dict[int, torch.Tensor],
+    checkpoints: list | None = None,
 ) -> None:
-    """Run problems ``sl`` of the batch to their stopping rule, writing into ``out``."""
+    """Run problems ``sl`` of the batch to their stopping rule, writing into ``out`` (and
+    the checkpoints at the loss decades into ``checkpoints`` when it is a list)."""
     bsz, n, d = x.shape
     dtype = x.dtype
     z = y.unsqueeze(-1) * x  # (b, n, d) signed inputs
@@ -299,11 +344,19 @@ def _train_chunk(
     else:
         u = v = None
         w = torch.zeros((bsz, d), dtype=dtype)
+    next_log = torch.full((bsz,), -LN10, dtype=dtype)  # log 10^-(k+1), k the deepest decade
 
     for t in range(config.max_iters + 1):
         log_loss, m = robust_log_loss(w, za, epsa)  # (b,), (b, n)
         if config.history_every and t % config.history_every == 0:
             history.setdefault(t, torch.full((total,), math.nan, dtype=dtype))[idx] = log_loss
+        if checkpoints is not None:  # one comparison per step; the rest at checkpoints only
+            new = log_loss <= next_log
+            if bool(new.any()):
+                new &= torch.isfinite(log_loss)
+                checkpoints.append((idx[new], t, log_loss[new], w[new].clone()))
+                k = torch.floor(-log_loss[new] / LN10)  # the deepest decade: L <= 10^-k
+                next_log[new] = -(k + 1) * LN10
         stop = (log_loss < log_thr) | ~torch.isfinite(log_loss)  # converged, or diverged
         if t == config.max_iters:
             stop = torch.ones_like(stop)
@@ -319,6 +372,7 @@ def _train_chunk(
             if not bool(keep.any()):
                 return
             idx, za, epsa, ca = idx[keep], za[keep], epsa[keep], ca[keep]
+            next_log = next_log[keep]
             w, m, log_loss = w[keep], m[keep], log_loss[keep]
             if diag:
                 u, v = u[keep], v[keep]
@@ -350,6 +404,7 @@ def _step(w, u, v, za, epsa, ca, m, log_loss, config: RobustERMConfig):
 __all__ = [
     "ALGORITHMS",
     "ALGORITHM_NORM",
+    "Checkpoints",
     "RobustERMConfig",
     "RobustERMResult",
     "default_c",

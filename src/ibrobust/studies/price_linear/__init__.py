@@ -71,7 +71,8 @@ def registry(cfg: dict, st: dict) -> dict[str, Any]:
 
 
 def outputs(cfg: dict, name: str, default: bool) -> list[str]:
-    return figure_files(name, FIGURES)
+    # + every run's margin ratio at each decade of its train loss (the limit claims' trend)
+    return figure_files(name, FIGURES) + [f"results/{name}/figures/margin_path.csv"]
 
 
 def check(cfg: dict, st: dict, where: str) -> None:

@@ -42,8 +42,8 @@ def _derivation(alg: str) -> str:
         "< 0, 1 - margin_ratio falling. No weak band from 'robust separation' (margin_ratio "
         ">= eps/gamma*): every run that reaches the robust stopping loss at eps has it, so "
         "it tested the convergence filter, not the claim. Needs the margin ratio at "
-        "checkpoints along training; the study records it at the stopping point only "
-        "(not run until it does). The trend alone does not tell convergence to 1 from "
+        "checkpoints along training: the study records it at the first iterate of every "
+        "decade of the train loss (L <= 10^-k, k = 1, 2, ...). The trend alone does not tell convergence to 1 from "
         "convergence to a smaller limit (GD's ratio rises too): the limit's value would "
         "need a rate, which the source does not give."
         + (

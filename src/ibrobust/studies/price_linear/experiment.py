@@ -13,7 +13,9 @@ problem of a single vectorised :func:`~ibrobust.training.robust_erm.train_robust
   of the problem's own draw (fraction 0 is plain ERM);
 * :func:`erm_config` maps an ``optimizers`` registry entry plus the study's (shared)
   stopping rule to a :class:`~ibrobust.training.robust_erm.RobustERMConfig`;
-* :func:`metrics_table` evaluates the B solutions in closed form (one row per problem);
+* :func:`metrics_table` evaluates the B solutions in closed form (one row per problem),
+  :func:`margin_path_table` the margin ratio (:func:`margin_ratio`, the same function) at
+  the checkpoints along training (every decade of the train loss, one row each);
 * :func:`run_algorithm` is one algorithm of a job (train, time, tabulate), and
   :func:`weights_arrays` the job's solutions file;
 * :mod:`ibrobust.studies.price_linear.tables` compares algorithms across jobs
@@ -70,6 +72,7 @@ def erm_config(optimizer: Mapping, stopping: Mapping) -> RobustERMConfig:
         algorithm=algorithm,
         loss_threshold=float(stopping["loss_threshold"]),
         max_iters=int(stopping["max_iters"]),
+        checkpoint_decades=True,  # the study records every run's margin path
         **fields,
     )
 
@@ -138,6 +141,15 @@ JOB_METRICS = {"train.robust_acc": "train_robust_acc", "test.robust_acc": "test_
                "iters": "iters", "converged": "converged"}  # fmt: skip
 
 
+def margin_ratio(
+    w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, gamma: torch.Tensor
+) -> torch.Tensor:
+    """(...,) min_i y_i <w, x_i> / (||w||_1 gamma*): the clean normalised l_inf margin of w
+    (..., d) on x (..., n, d), y (..., n) relative to the best possible gamma* (...,); 1 for
+    the max-l1-margin direction, -inf for w = 0."""
+    return normalized_linf_margin(w, x, y) / gamma
+
+
 def metrics_table(
     result: RobustERMResult,
     grid: ProblemGrid,
@@ -174,7 +186,7 @@ def metrics_table(
         "clean_gap": tr_cl - te_cl,
         "l1_norm": l1_norm(w),
         "l2_norm": l2_norm(w),
-        "margin_ratio": normalized_linf_margin(w, xb, yb) / gamma,
+        "margin_ratio": margin_ratio(w, xb, yb, gamma),
         "iters": result.iters,
         "converged": result.converged,
         "diverged": result.diverged,
@@ -183,6 +195,31 @@ def metrics_table(
     }
     return pd.DataFrame(
         {k: (v.numpy() if isinstance(v, torch.Tensor) else v) for k, v in table.items()}
+    )
+
+
+def margin_path_table(
+    result: RobustERMResult, grid: ProblemGrid, x: torch.Tensor, y: torch.Tensor
+) -> pd.DataFrame:
+    """One row per checkpoint of ``result`` (the first iterate at each decade of the train
+    loss, :class:`~ibrobust.training.robust_erm.Checkpoints`): the problem's draw and
+    eps_fraction, the step ``iter``, ``log10_loss`` and :func:`margin_ratio` there, sorted
+    by (problem, iter). Needs a result trained with ``checkpoint_decades``."""
+    ck = result.checkpoints
+    if ck is None:
+        raise ValueError("the result has no checkpoints (train with checkpoint_decades=True)")
+    b = ck.problem.numpy()
+    rows = torch.as_tensor(grid.row)[ck.problem]
+    xb, yb = x[rows].to(ck.w.dtype), y[rows].to(ck.w.dtype)  # (K, n, d), (K, n)
+    gamma = torch.as_tensor(grid.gamma, dtype=ck.w.dtype)[ck.problem]
+    return pd.DataFrame(
+        {
+            "draw": grid.draw[b],
+            "eps_fraction": grid.eps_fraction[b],
+            "iter": ck.step.numpy(),
+            "log10_loss": (ck.log_loss / math.log(10)).numpy(),
+            "margin_ratio": margin_ratio(ck.w, xb, yb, gamma).numpy(),
+        }
     )
 
 
@@ -195,6 +232,7 @@ class AlgorithmRun:
     result: RobustERMResult
     table: pd.DataFrame  # metrics_table with columns optimizer, algorithm first
     seconds: float  # training wall time
+    path: pd.DataFrame  # margin_path_table with columns optimizer, algorithm first
 
     @property
     def means(self) -> pd.Series:
@@ -229,15 +267,18 @@ def run_algorithm(
     y_test: torch.Tensor,
 ) -> AlgorithmRun:
     """Train the ``optimizers`` entry ``name`` on every problem of ``grid`` (one vectorised
-    robust ERM) and tabulate its solutions (:func:`metrics_table`)."""
+    robust ERM) and tabulate its solutions (:func:`metrics_table`) and its checkpoints
+    (:func:`margin_path_table`)."""
     erm = erm_config(optimizer, stopping)
     t0 = time.monotonic()
     result = train_problems(x, y, grid, erm)
     seconds = time.monotonic() - t0
     table = metrics_table(result, grid, x, y, x_test, y_test)
-    table.insert(0, "optimizer", name)
-    table.insert(1, "algorithm", algorithm_of(optimizer))
-    return AlgorithmRun(name, erm, result, table, seconds)
+    path = margin_path_table(result, grid, x, y)
+    for t in (table, path):
+        t.insert(0, "optimizer", name)
+        t.insert(1, "algorithm", algorithm_of(optimizer))
+    return AlgorithmRun(name, erm, result, table, seconds, path)
 
 
 def weights_arrays(runs: Sequence[AlgorithmRun], grid: ProblemGrid) -> dict[str, np.ndarray]:
@@ -261,6 +302,8 @@ __all__ = [
     "algorithm_of",
     "draw_margins",
     "erm_config",
+    "margin_path_table",
+    "margin_ratio",
     "metrics_table",
     "problem_grid",
     "regime_label",

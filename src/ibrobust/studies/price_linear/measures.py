@@ -8,7 +8,8 @@ the run reached the study's stopping loss, its normalised l_inf margin; written 
 figure). The *edge* of CD over GD is gap(GD) - gap(CD), paired by dataset draw (the same
 training set); a claim averages it over n (and over the robust-ERM cells of the eps grid
 where it says so), one value per draw, with a t interval over draws. The limit claims read
-the margin ratio at checkpoints along training (``figures/margin_path.csv``; not written yet).
+the margin ratio at checkpoints along training (``figures/margin_path.csv``: every run's
+first iterate at each decade of its train loss).
 The eps grid's cells:
 eps = 0 is ERM; 0 < eps / gamma* <= :data:`ROBUST_ERM_MAX` are the robust-ERM cells; the
 larger fractions (0.9, 0.99 by default) probe the approach to gamma*, where Lemma C.4 makes
@@ -84,8 +85,8 @@ SOURCES: dict[str, Source] = {
         built_by="the study's target (and the default target)",
     ),
     # the margin ratio at checkpoints along training, one row per (run, checkpoint): what the
-    # limit claims' trend needs. No job writes it yet: price_train.py records each run's
-    # margin ratio at its stopping point only (metrics.csv; weights.npz holds the final w)
+    # limit claims' trend needs. price_train.py records it at the first iterate of every
+    # decade of the train loss (experiment.margin_path_table), the figure job gathers it
     "margin_path": Source(
         path="figures/margin_path.csv",
         keys={"dataset": None, "optimizer": None},
@@ -96,10 +97,9 @@ SOURCES: dict[str, Source] = {
             Column("log10_loss"),
             Column("margin_ratio"),
         ),
-        built_by="no job yet: the trainer records the margin ratio at the stopping point only; "
-        "writing it at checkpoints along training (e.g. every decade of the train loss) "
-        "means rerunning price_limit's 8 training jobs, 133 CPU-s in the job records "
-        "(benchmarks/profiles/reproduce-00e3146.csv)",
+        built_by="the study's target (its training jobs record the margin ratio at every "
+        "decade of the train loss; outputs older than that have no margin path: rerun the "
+        "study's training jobs)",
     ),
 }
 
