@@ -205,3 +205,15 @@ def test_an_unknown_top_level_key_is_refused(tmp_path):
     read.cache_clear()
     with pytest.raises(ClaimFileError, match=r"unknown top-level key\(s\) \['claim'\]"):
         load_claims(path, _ctx(), MEASURES, CONTEXT)
+
+
+@pytest.mark.parametrize("kind", DECLARED)
+def test_the_ledger_code_hash_covers_the_claim_file(kind):
+    """Editing a claim file reruns the ledger: claims.yaml is the claims module's data file
+    (ibrobust.provenance.data_of), in the closure the claims rules hash."""
+    from ibrobust.provenance import module_closure
+
+    closure = module_closure(ROOT / "workflow_scripts" / "claims_ledger.py",
+                             (f"{STUDIES.module_name(kind)}.claims",))  # fmt: skip
+    assert (STUDIES_DIR / kind / "claims.yaml").resolve() in closure
+    assert (STUDIES_DIR / kind / "measures.py").resolve() in closure

@@ -1,5 +1,8 @@
-"""What the claims of Study PRELU measure (:mod:`ibrobust.studies.prelu.claims` declares
-them): the files read (:data:`SOURCES`) and per claim one value per seed.
+"""What the claims of Study PRELU measure (``claims.yaml`` beside this module declares them,
+read by :mod:`ibrobust.claims.declared`): the files read (:data:`SOURCES`), per claim one
+value per seed (the measures the file names, :data:`MEASURES`), and the functions of the
+configuration the file reads (:data:`CONTEXT`: K, the figure's noise level, the rule's
+bounds computed from K, the Table-1 columns).
 
 Synthetic half: ``results/<study>/figures/summary.csv``
 (:func:`ibrobust.studies.prelu.tables.synthetic_summary`, one row per run and seed), judged at
@@ -19,7 +22,8 @@ import pandas as pd
 from ibrobust.analysis.readoff import grid_bracket
 from ibrobust.claims.core import Column, Measurement, NotRun, Source, StudyContext
 from ibrobust.claims.intervals import newcombe
-from ibrobust.studies.prelu.tables import REFINED, column_name
+from ibrobust.studies.prelu.radii import relu_nonrobust_radius
+from ibrobust.studies.prelu.tables import PAPER_TABLE1, REFINED, TABLE1_COLUMNS, column_name
 
 RADIUS = "critical_radius"  # 50 % point of the worst case over attacks; NaN: off the grid
 ACC_BELOW = "robust_acc@0.9sqrt(2)/2"  # claims prelu.p<p>_robust_below
@@ -144,6 +148,11 @@ def radius_over(p: float, reference):
     return compute
 
 
+def radius_over_theory(p: float):
+    """Per seed: the critical radius of the p nets over the ReLU theorem's 1/sqrt(K)."""
+    return radius_over(p, lambda ctx: relu_nonrobust_radius(k_of(ctx)))
+
+
 def column(p: float, col: str):
     """Per seed: ``col`` of the p nets; with its read-off bracket where the summary has one
     (``<col>.lo`` / ``<col>.hi``: an accuracy interpolated between two grid radii)."""
@@ -208,3 +217,59 @@ def parity_gap(norm: str, eps: float):
 
 def _seed_values(row: pd.Series) -> list[float]:
     return [float(v) for v in str(row["per_seed"]).split()]
+
+
+# ---- what the claim file reads from the configuration (CONTEXT) ---------------------------
+READING = 0.01  # SPEC: the official pretrained models match Table 1 within about one point
+
+
+def synthetic_configured(ctx: StudyContext) -> bool:
+    return ctx.config.get("synthetic") is not None
+
+
+def mnist_missing(ctx: StudyContext) -> str | None:
+    """A Table-1 claim's ``applies``: not run without the MNIST half."""
+    return "the MNIST half is not configured" if ctx.config.get("mnist") is None else None
+
+
+def prelu_radius_over_relu(ctx: StudyContext) -> float:
+    """The pReLU theorem's robust radius sqrt(2)/2 in units of the ReLU one, 1/sqrt(K):
+    sqrt(2K)/2, rounded to 1e-3 (prelu.relu_radius's weak upper bound)."""
+    return round(math.sqrt(2 * k_of(ctx)) / 2, 3)
+
+
+def relu_radius(ctx: StudyContext) -> float:
+    """1/sqrt(K) of the study's synthetic data."""
+    return relu_nonrobust_radius(k_of(ctx))
+
+
+def table1_columns(ctx: StudyContext) -> list[dict]:
+    """Table 1's columns in order, each with its name, the paper's p=4 and p=1 robust
+    accuracies, their gap and the strong threshold of the gap within the official models'
+    reproduction (2 x :data:`READING`, rounded to 1e-4)."""
+    out = []
+    for norm, eps in TABLE1_COLUMNS:
+        paper = PAPER_TABLE1[(norm, eps)]
+        gap = paper[4] - paper[1]
+        out.append(
+            dict(norm=norm, eps=eps, column=column_name(norm, eps), p4=paper[4], p1=paper[1],
+                 gap=gap, strong=round(gap - 2 * READING, 4))
+        )  # fmt: skip
+    return out
+
+
+MEASURES = {
+    "column": column,
+    "radius_over_theory": radius_over_theory,
+    "table1_gap": table1_gap,
+    "parity_gap": parity_gap,
+}
+CONTEXT = {
+    "synthetic_configured": synthetic_configured,
+    "mnist_missing": mnist_missing,
+    "k": k_of,
+    "figure_alpha": figure_alpha,
+    "prelu_radius_over_relu": prelu_radius_over_relu,
+    "relu_radius": relu_radius,
+    "table1_columns": table1_columns,
+}
