@@ -85,6 +85,11 @@ class ClaimFileFormError(ClaimFileError, forms.FormError):
 Registry = Mapping[str, Callable[..., Any]]
 
 
+def fixed(compute: Callable) -> Callable[[], Callable]:
+    """A measure that takes no arguments (a ``compute`` itself), as a MEASURES entry."""
+    return lambda: compute
+
+
 def claims_file(package_file: str | Path) -> Path:
     """The claim file beside a study package's module (``__file__`` of its claims module)."""
     return Path(package_file).with_name(FILE)
