@@ -99,7 +99,7 @@ def claims_file(package_file: str | Path) -> Path:
 def read(path: Path) -> dict:
     """The parsed claim file (cached: the file is read once per process)."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
         raise ClaimFileError(f"{_name(path)}: not valid YAML: {e}") from e
     if not isinstance(data, dict):
@@ -124,16 +124,23 @@ def load_claims(
     measures: Registry,
     context: Registry | None = None,
     kind: str | None = None,
+    constants: Mapping[str, Any] | None = None,
 ) -> list[Claim]:
     """Every claim the file at ``path`` declares for the study ``ctx``, expanded, in the
-    file's order; ``measures`` and ``context`` are the study's registries (module docstring).
+    file's order; ``measures`` and ``context`` are the study's registries (module docstring),
+    ``constants`` the study's named numbers its texts may show (e.g. a grid cell its measures
+    read), bound like the file's ``vars``.
     ClaimFileError (ClaimFileFormError for a rule that misfits its form) names the file, the
     claim and the key."""
     path = Path(path)
     data = read(path)
     if kind is not None and data.get("study") != kind:
         raise ClaimFileError(f"{_name(path)}: key study: {data.get('study')!r}, expected {kind!r}")
-    reader = _Reader(path, ctx, measures, context or {}, data.get("vars") or {})
+    clash = sorted(set(constants or {}) & set(data.get("vars") or {}))
+    if clash:
+        raise ClaimFileError(f"{_name(path)}: key vars: {clash} are the study's constants")
+    reader = _Reader(path, ctx, measures, context or {},
+                     {**(constants or {}), **(data.get("vars") or {})})  # fmt: skip
     defaults = data.get("defaults") or {}
     out: list[Claim] = []
     for i, raw in enumerate(data["claims"]):

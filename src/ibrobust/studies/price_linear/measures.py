@@ -1,6 +1,9 @@
-"""What the claims of Study PRICE-LIN measure (:mod:`ibrobust.studies.price_linear.claims`
-declares them): the files read (:data:`SOURCES`), the cells of the eps grid, and per claim
-one value per dataset draw (or per (regime, draw) pair).
+"""What the claims of Study PRICE-LIN measure (``claims.yaml`` beside this module declares
+them, read by :mod:`ibrobust.claims.declared`): the files read (:data:`SOURCES`), the cells
+of the eps grid (:data:`CONSTANTS`, which the file's texts show), per claim one value per
+dataset draw or (regime, draw) pair (:data:`MEASURES`), and the functions of the
+configuration the file reads (:data:`CONTEXT`: the regimes' datasets, the stopping loss that
+decides protocol or limit, the grid's largest robust-ERM fraction).
 
 Our numbers come from ``results/<study>/figures/gap_vs_n.csv`` (every trained problem:
 dataset, optimizer, n, draw, eps_fraction, train / test robust and clean accuracy, whether
@@ -21,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ibrobust.claims.core import Column, Measurement, NotRun, Source, StudyContext, per_cell
+from ibrobust.claims.declared import fixed
 from ibrobust.studies.price_linear.algorithms import algorithm_of
 
 GAP = "robust_gap"
@@ -265,3 +269,71 @@ def limit_margin(algorithm: str):
                            labels=labels)  # fmt: skip
 
     return compute
+
+
+# ---- what the claim file reads from the configuration (CONTEXT) ---------------------------
+LIMIT_LOSS = 1e-10  # a study stopping below this train loss trains to the limit (price_limit)
+
+
+def stops_at(ctx: StudyContext) -> float:
+    return float(ctx.config["stopping"]["loss_threshold"])
+
+
+def limit_only(ctx: StudyContext) -> str | None:
+    """``not_applicable`` of the limit claims: a study that stops at the paper's protocol."""
+    if stops_at(ctx) >= LIMIT_LOSS:
+        return (
+            f"the study stops at train loss {stops_at(ctx):g} (the paper's protocol), where "
+            "the normalised margin is still about log(n) / log(1/(n L)) from its t -> inf "
+            "limit; the limit is judged in a study trained to a loss below "
+            f"{LIMIT_LOSS:g} (configs: study price_limit)"
+        )
+    return None
+
+
+def protocol_only(ctx: StudyContext) -> str | None:
+    """``not_applicable`` of the protocol claims: they need the paper's stopping rule (a
+    common, moderate train loss)."""
+    if stops_at(ctx) < LIMIT_LOSS:
+        return (
+            f"the study trains to the limit (stopping loss {stops_at(ctx):g} < {LIMIT_LOSS:g}); "
+            "the paper's generalization claims are judged in studies that stop at its "
+            "protocol's common train loss"
+        )
+    return None
+
+
+def needs_regime(ctx: StudyContext, regime: str) -> str | None:
+    """``applies``: not run in a study without a dataset of that sparsity regime."""
+    return None if regime in regimes(ctx) else f"the study has no {regime} regime"
+
+
+def regime_name(ctx: StudyContext, regime: str, default: str | None = None) -> str:
+    """The study's dataset of a sparsity regime (:func:`regimes`), else ``default`` (else
+    the regime's own name): a claim's setting."""
+    return regimes(ctx).get(regime, regime if default is None else default)
+
+
+def robust_max(ctx: StudyContext) -> float:
+    """The grid's largest robust-ERM fraction eps/gamma* (<= :data:`ROBUST_ERM_MAX`; 0 with
+    none): robust separation at every robust-ERM cell needs margin_ratio >= it."""
+    fractions = (float(f) for f in ctx.config["eps_fractions"])
+    return max((f for f in fractions if f <= ROBUST_ERM_MAX), default=0.0)
+
+
+MEASURES = {
+    "robust_edge": robust_edge,
+    "edge_cells": edge_cells,
+    "edge_change": edge_change,
+    "small_n_edge": small_n_edge,
+    "near_margin_edge": fixed(near_margin_edge),
+    "limit_margin": limit_margin,
+}
+CONTEXT = {
+    "protocol_only": protocol_only,
+    "limit_only": limit_only,
+    "needs_regime": needs_regime,
+    "regime_name": regime_name,
+    "robust_max": robust_max,
+}
+CONSTANTS = {"robust_erm_max": ROBUST_ERM_MAX, "fig1_fraction": FIG1_FRACTION, "near_min": NEAR_MIN}
