@@ -5,6 +5,7 @@ files, and a clear error naming the file, the claim and the key for every kind o
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import textwrap
@@ -73,16 +74,25 @@ def test_each_claim_file_names_its_study_and_only_known_measures(kind):
     module = STUDIES.module_name(kind)
     data = read(STUDIES_DIR / kind / "claims.yaml")
     assert data["study"] == kind
-    import importlib
 
     measures = importlib.import_module(f"{module}.measures")
-    used = {c["compute"]["name"] for c in data["claims"] if "compute" in c}
-    for c in data["claims"]:
-        for case, over in (c.get("cases") or {}).items():
-            if case != "by" and "compute" in over:
-                used.add(over["compute"]["name"])
+    used = set(_named_measures(data["claims"]))
     assert used <= set(measures.MEASURES)
     assert set(measures.MEASURES) <= used, "a registered measure no claim names"
+
+
+def _named_measures(node):
+    """Every measure a claim file names (compute.name, a group's restrict.keep), at any depth."""
+    if isinstance(node, list):
+        for x in node:
+            yield from _named_measures(x)
+    elif isinstance(node, dict):
+        if isinstance(node.get("compute"), dict) and "name" in node["compute"]:
+            yield node["compute"]["name"]
+        if isinstance(node.get("restrict"), dict) and node["restrict"].get("keep"):
+            yield node["restrict"]["keep"]
+        for v in node.values():
+            yield from _named_measures(v)
 
 
 # ---- the format on hand-made files -------------------------------------------------------
@@ -108,7 +118,7 @@ CLAIM = """
     form: bound
     setting: "K={k}, p={p:g}"
     claim: A claim.
-    citation: {document: Min & Vidal 2024, where: "Thm {1}", quote: "$\\\\sqrt{K}$ q", scope: s}
+    citation: {document: Min & Vidal 2024, where: "Thm {k}", quote: "$\\\\sqrt{k}$ q", scope: s}
     derivation: Because.
     paper: "{p:.2f}"
     measure: m
@@ -133,8 +143,8 @@ def test_expansion_placeholders_and_named_bounds(tmp_path):
     assert cs[1].paper == "3.00"
     assert cs[0].rule.weak == (0.0, round(math.sqrt(8) / 2, 3)) == (0.0, 1.414)
     assert cs[1].compute({}, _ctx()).values == (3.0, 3.1)  # "{p}" passes the number itself
-    # verbatim citation text keeps braces that name no variable (the source's LaTeX)
-    assert cs[0].citation.where == "Thm {1}" and cs[0].citation.quote == "$\\sqrt{K}$ q"
+    # a quote is verbatim: its braces are the source's LaTeX, even where they name a variable
+    assert cs[0].citation.where == "Thm 4" and cs[0].citation.quote == "$\\sqrt{k}$ q"
 
 
 def test_mapping_items_bind_variables_and_cases_override_keys(tmp_path):
@@ -228,3 +238,46 @@ def test_the_ledger_code_hash_covers_the_claim_file(kind):
                              (f"{STUDIES.module_name(kind)}.claims",))  # fmt: skip
     assert (STUDIES_DIR / kind / "claims.yaml").resolve() in closure
     assert (STUDIES_DIR / kind / "measures.py").resolve() in closure
+
+
+def test_a_group_expands_its_claims_in_order_and_restricts_them_to_a_cell(tmp_path):
+    """Claims of a group come environment by environment (m1's two, then m2's); restricted
+    to a cell, a claim computes on that cell's rows plus the shared ones, and the cell joins
+    its setting."""
+    import pandas as pd
+
+    body = """
+      - for_each: [{cell: [{model: m1}, {model: m2}]}]
+        restrict: {cell: "{cell}", keep: shared}
+        claims:
+          - id: demo.{which}
+            for_each: [{which: [first, second]}]
+            form: bound
+            claim: c
+            citation: {document: Min & Vidal 2024, where: w, quote: q, scope: s}
+            derivation: d
+            paper: p
+            measure: m
+            setting: "K={k}"
+            rule: {family: at_least, what: rows, strong: 2.0, weak: 1.0}
+            compute: {name: rows}
+    """
+    measures = {
+        "rows": lambda: lambda src, ctx: Measurement((float(len(src["summary"])),) * 2),
+        "shared": lambda df: df["model"] == "ref",
+    }
+    cs = load_claims(_write(tmp_path, body), _ctx(), measures, CONTEXT)
+    assert [(c.id, c.setting) for c in cs] == [
+        ("demo.first", "K=4, m1"), ("demo.second", "K=4, m1"),
+        ("demo.first", "K=4, m2"), ("demo.second", "K=4, m2"),
+    ]  # fmt: skip
+    summary = pd.DataFrame({"model": ["m1", "m1", "m2", "ref"]})
+    assert cs[0].compute({"summary": summary}, _ctx()).values == (3.0, 3.0)  # m1's two + ref
+    assert cs[2].compute({"summary": summary}, _ctx()).values == (2.0, 2.0)  # m2's one + ref
+
+
+def test_an_empty_cell_leaves_the_claims_unrestricted(tmp_path):
+    inner = textwrap.indent(textwrap.dedent(CLAIM).strip("\n"), "      ")
+    body = '  - for_each: [{cell: [{}]}]\n    restrict: {cell: "{cell}"}\n    claims:\n' + inner
+    cs = load_claims(_write(tmp_path, body), _ctx(), MEASURES, CONTEXT)
+    assert [c.setting for c in cs] == ["K=4, p=1", "K=4, p=3"]

@@ -28,10 +28,16 @@ function is true (a study part that is configured). ``cases: {by: variable, <val
 by key; e.g. the derivation where the source's number applies vs where only its direction
 does).
 
+**Groups.** An entry with ``claims`` is a group: its ``for_each`` / ``let`` / ``when`` bind
+variables for every claim in it, expanded in the group's order within each environment (the
+ledger's rows dataset by dataset, not claim by claim); ``restrict: {cell: {column: value},
+keep: measure}`` computes its claims on one cell of the study (one trained net of several),
+with the rows the MEASURES entry ``keep`` marks shared by every cell.
+
 **Text.** Every string takes ``{variable}`` / ``{variable:spec}`` placeholders of the bound
 variables (:mod:`ibrobust.claims.templates`; exactly ``"{variable}"`` is the value itself, a
-number stays a number); a citation's quote and place keep braces that name no variable (the
-source's LaTeX). No expressions: a number computed from the configuration is a ``CONTEXT``
+number stays a number); a citation's quote takes only a whole ``"{variable}"`` (its other
+braces are the source's LaTeX). No expressions: a number computed from the configuration is a ``CONTEXT``
 function, named and tested.
 
 **Rule.** ``family`` is ``at_least`` / ``at_most`` (``strong``, ``weak``: numbers) or
@@ -53,10 +59,16 @@ from typing import Any
 import yaml
 
 from ibrobust.claims import forms
-from ibrobust.claims.citations import DOCUMENTS, Citation
-from ibrobust.claims.core import Claim, StudyContext
-from ibrobust.claims.rules import Rule, at_least, at_most, between
-from ibrobust.claims.templates import TemplateError, fill, fill_text
+from ibrobust.claims.core import Claim, StudyContext, restricted
+from ibrobust.claims.fields import (
+    NUMBER_OR_DIRECTION,
+    TEXT_KEYS,
+    ClaimFileError,
+    ClaimFileFormError,
+    FieldReader,
+    Registry,
+    file_name,
+)
 
 FILE = "claims.yaml"
 TOP_KEYS = {"study", "vars", "defaults", "claims"}
@@ -65,24 +77,7 @@ CLAIM_KEYS = {
     "compute", "sources", "applies", "not_applicable", "cost", "for_each", "let", "when",
     "cases", "note",
 }  # fmt: skip
-CITATION_KEYS = {"document", "where", "quote", "scope"}
-RULE_KEYS = {"family", "what", "strong", "weak", "strict", "basis"}
-COMPUTE_KEYS = {"name", "args", "along"}
-FAMILIES = {"at_least": at_least, "at_most": at_most, "between": between}
-NUMBER_OR_DIRECTION = "number_or_direction"  # a form fixed by the rule (forms.number_or_direction)
-VERBATIM = ("quote", "where")  # citation fields whose braces are the source's (LaTeX)
-TEXT_KEYS = ("id", "setting", "claim", "derivation", "paper", "measure", "cost")
-
-
-class ClaimFileError(ValueError):
-    """A claim file that cannot be read into claims: names the file, the claim and the key."""
-
-
-class ClaimFileFormError(ClaimFileError, forms.FormError):
-    """A declared rule that does not fit the claim's form (a FormError, naming the file)."""
-
-
-Registry = Mapping[str, Callable[..., Any]]
+GROUP_KEYS = {"for_each", "let", "when", "restrict", "claims", "note"}
 
 
 def fixed(compute: Callable) -> Callable[[], Callable]:
@@ -101,21 +96,15 @@ def read(path: Path) -> dict:
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
-        raise ClaimFileError(f"{_name(path)}: not valid YAML: {e}") from e
+        raise ClaimFileError(f"{file_name(path)}: not valid YAML: {e}") from e
     if not isinstance(data, dict):
-        raise ClaimFileError(f"{_name(path)}: a mapping with keys {sorted(TOP_KEYS)} expected")
+        raise ClaimFileError(f"{file_name(path)}: a mapping with keys {sorted(TOP_KEYS)} expected")
     unknown = set(data) - TOP_KEYS
     if unknown:
-        raise ClaimFileError(f"{_name(path)}: unknown top-level key(s) {sorted(unknown)}")
+        raise ClaimFileError(f"{file_name(path)}: unknown top-level key(s) {sorted(unknown)}")
     if not isinstance(data.get("claims"), list):
-        raise ClaimFileError(f"{_name(path)}: key claims: a list of claims expected")
+        raise ClaimFileError(f"{file_name(path)}: key claims: a list of claims expected")
     return data
-
-
-def _name(path: Path | str) -> str:
-    """The file as messages name it: from ``ibrobust/`` on (the package path)."""
-    parts = Path(path).parts
-    return "/".join(parts[parts.index("ibrobust") :]) if "ibrobust" in parts else str(path)
 
 
 def load_claims(
@@ -135,23 +124,26 @@ def load_claims(
     path = Path(path)
     data = read(path)
     if kind is not None and data.get("study") != kind:
-        raise ClaimFileError(f"{_name(path)}: key study: {data.get('study')!r}, expected {kind!r}")
+        raise ClaimFileError(
+            f"{file_name(path)}: key study: {data.get('study')!r}, expected {kind!r}"
+        )
     clash = sorted(set(constants or {}) & set(data.get("vars") or {}))
     if clash:
-        raise ClaimFileError(f"{_name(path)}: key vars: {clash} are the study's constants")
+        raise ClaimFileError(f"{file_name(path)}: key vars: {clash} are the study's constants")
     reader = _Reader(path, ctx, measures, context or {},
-                     {**(constants or {}), **(data.get("vars") or {})})  # fmt: skip
-    defaults = data.get("defaults") or {}
+                     {**(constants or {}), **(data.get("vars") or {})},
+                     data.get("defaults") or {})  # fmt: skip
     out: list[Claim] = []
     for i, raw in enumerate(data["claims"]):
         if not isinstance(raw, dict):
-            raise ClaimFileError(f"{_name(path)}: claims[{i}]: a mapping expected")
-        entry = _merged(defaults, raw)
-        out += reader.claims(entry, f"claims[{i}] ({raw.get('id', '?')})")
+            raise ClaimFileError(f"{file_name(path)}: claims[{i}]: a mapping expected")
+        out += reader.entry(raw, f"claims[{i}] ({raw.get('id', 'group')})", reader.consts)
     ids = [c.id for c in out]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated and not _distinct_settings(out):
-        raise ClaimFileError(f"{_name(path)}: claim ids repeat with the same setting: {repeated}")
+        raise ClaimFileError(
+            f"{file_name(path)}: claim ids repeat with the same setting: {repeated}"
+        )
     return out
 
 
@@ -170,35 +162,80 @@ def _merged(defaults: Mapping, raw: Mapping) -> dict:
     return out
 
 
-class _Reader:
+class _Reader(FieldReader):
     def __init__(self, path: Path, ctx: StudyContext, measures: Registry, context: Registry,
-                 consts: Mapping[str, Any]) -> None:  # fmt: skip
-        self.path, self.ctx, self.measures, self.context = path, ctx, measures, context
-        self.consts = dict(consts)
+                 consts: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:  # fmt: skip
+        super().__init__(path, measures)
+        self.ctx, self.context = ctx, context
+        self.consts, self.defaults = dict(consts), dict(defaults)
 
-    def fail(self, where: str, key: str, what: str) -> ClaimFileError:
-        return ClaimFileError(f"{_name(self.path)}: {where}: key {key}: {what}")
-
-    # ---- expansion ---------------------------------------------------------------------
-    def claims(self, entry: Mapping, where: str) -> list[Claim]:
+    def entry(self, raw: Mapping, where: str, base: Mapping) -> list[Claim]:
+        """The claims of one entry of a ``claims`` list: a claim, or a group (``claims``)."""
+        if not isinstance(raw, dict):
+            raise self.fail(where, "claims", "a mapping expected")
+        if "claims" in raw:
+            return self.group(raw, where, base)
+        entry = _merged(self.defaults, raw)
         unknown = set(entry) - CLAIM_KEYS
         if unknown:
             raise self.fail(
                 where, ",".join(sorted(unknown)), f"unknown (known: {sorted(CLAIM_KEYS)})"
             )
-        if "when" in entry and not self.call(entry["when"], dict(self.consts), where, "when"):
+        if "when" in entry and not self.call(entry["when"], base, where, "when"):
             return []
         out = []
-        for env in self.environments(entry.get("for_each") or [], where):
+        for env in self.environments(entry.get("for_each") or [], where, base):
             env = self.bind(entry.get("let") or {}, env, where)
             e = self.cased(entry, env, where)
             out.append(self.claim(e, env, f"{where} -> {self.text(e.get('id'), env, where, 'id')}"))
         return out
 
-    def environments(self, steps: Any, where: str) -> list[dict]:
+    def group(self, raw: Mapping, where: str, base: Mapping) -> list[Claim]:
+        """A group: its claims expanded in order within each of its environments (so the rows
+        keep the order dataset by dataset), each set restricted to a cell (``restrict``)."""
+        unknown = set(raw) - GROUP_KEYS
+        if unknown:
+            raise self.fail(where, ",".join(sorted(unknown)), f"unknown in a group (known: "
+                            f"{sorted(GROUP_KEYS)})")  # fmt: skip
+        if not isinstance(raw["claims"], list):
+            raise self.fail(where, "claims", "a list of claims expected")
+        if "when" in raw and not self.call(raw["when"], base, where, "when"):
+            return []
+        out: list[Claim] = []
+        for env in self.environments(raw.get("for_each") or [], where, base):
+            env = self.bind(raw.get("let") or {}, env, where)
+            inner: list[Claim] = []
+            for j, sub in enumerate(raw["claims"]):
+                name = sub.get("id", "group") if isinstance(sub, dict) else "?"
+                inner += self.entry(sub, f"{where}.claims[{j}] ({name})", env)
+            out += self.restrict(raw.get("restrict"), inner, env, where)
+        return out
+
+    def restrict(self, spec: Any, claims: list[Claim], env: Mapping, where: str) -> list[Claim]:
+        """``restrict: {cell: {column: value}, keep: measure}``: the claims computed on the
+        cell's rows plus those the MEASURES entry ``keep`` marks (rows every cell shares);
+        the cell joins the setting (:func:`ibrobust.claims.core.restricted`). An empty cell
+        (a study of one cell) leaves them as they are."""
+        if spec is None:
+            return claims
+        if not isinstance(spec, dict) or set(spec) - {"cell", "keep"} or "cell" not in spec:
+            raise self.fail(where, "restrict", f"a mapping {{cell, keep}} expected, got {spec!r}")
+        cell = self.value(spec["cell"], env, where, "restrict.cell")
+        if not isinstance(cell, dict):
+            raise self.fail(
+                where, "restrict.cell", f"a mapping column -> value expected, got {cell!r}"
+            )
+        if not cell:
+            return claims
+        keep = spec.get("keep")
+        if keep is not None and keep not in self.measures:
+            raise self.fail(where, "restrict.keep", f"unknown measure {keep!r}")
+        return restricted(claims, cell, self.measures[keep] if keep else None)
+
+    def environments(self, steps: Any, where: str, base: Mapping) -> list[dict]:
         if not isinstance(steps, list):
             raise self.fail(where, "for_each", "a list of {variable: values} steps expected")
-        envs = [dict(self.consts)]
+        envs = [dict(base)]
         for j, step in enumerate(steps):
             if not isinstance(step, dict) or len(step) != 1:
                 raise self.fail(where, f"for_each[{j}]", "one {variable: values} mapping expected")
@@ -268,35 +305,6 @@ class _Reader:
         return fn(self.ctx, **args)
 
     # ---- values ------------------------------------------------------------------------
-    def text(self, v: Any, env: Mapping, where: str, key: str, verbatim: bool = False) -> str:
-        if not isinstance(v, str):
-            raise self.fail(where, key, f"a string expected, got {v!r}")
-        try:
-            return fill_text(v, env, verbatim)
-        except TemplateError as e:
-            raise self.fail(where, key, str(e)) from e
-
-    def value(self, v: Any, env: Mapping, where: str, key: str) -> Any:
-        """A value with its placeholders (:func:`ibrobust.claims.templates.fill`)."""
-        try:
-            return fill(v, env)
-        except TemplateError as e:
-            raise self.fail(where, key, str(e)) from e
-
-    def number(self, v: Any, env: Mapping, where: str, key: str) -> float:
-        got = self.value(v, env, where, key)
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
-            raise self.fail(where, key, f"a number expected, got {got!r}")
-        return float(got)
-
-    def pair(self, v: Any, env: Mapping, where: str, key: str) -> tuple[float, float]:
-        got = self.value(v, env, where, key)
-        if not isinstance(got, (list, tuple)) or len(got) != 2:
-            raise self.fail(where, key, f"[lo, hi] expected, got {got!r}")
-        return (self.number(got[0], env, where, f"{key}[0]"),
-                self.number(got[1], env, where, f"{key}[1]"))  # fmt: skip
-
-    # ---- one claim ---------------------------------------------------------------------
     def claim(self, e: Mapping, env: Mapping, where: str) -> Claim:
         for key in ("id", "claim", "citation", "derivation", "paper", "measure", "rule",
                     "compute", "form"):  # fmt: skip
@@ -324,73 +332,11 @@ class _Reader:
         try:
             return Claim(**fields)
         except forms.FormError as err:
-            raise ClaimFileFormError(f"{_name(self.path)}: {where}: key rule/form: {err}") from err
+            raise ClaimFileFormError(
+                f"{file_name(self.path)}: {where}: key rule/form: {err}"
+            ) from err
         except ValueError as err:
             raise self.fail(where, "derivation", str(err)) from err
-
-    def citation(self, c: Any, env: Mapping, where: str) -> Citation:
-        if not isinstance(c, dict):
-            raise self.fail(where, "citation", "a mapping {document, where, quote, scope} expected")
-        unknown, missing = set(c) - CITATION_KEYS, CITATION_KEYS - set(c)
-        if unknown or missing:
-            raise self.fail(
-                where, "citation", f"unknown {sorted(unknown)} / missing {sorted(missing)}"
-            )
-        docs = {d.key: d for d in DOCUMENTS}
-        key = self.text(c["document"], env, where, "citation.document")
-        if key not in docs:
-            raise self.fail(where, "citation.document", f"{key!r} is not one of {sorted(docs)}")
-        parts = {k: self.text(c[k], env, where, f"citation.{k}", verbatim=k in VERBATIM)
-                 for k in ("where", "quote", "scope")}  # fmt: skip
-        try:
-            return Citation(docs[key], **parts)
-        except ValueError as err:
-            raise self.fail(where, "citation", str(err)) from err
-
-    def rule(self, r: Any, env: Mapping, where: str) -> Rule:
-        if not isinstance(r, dict):
-            raise self.fail(where, "rule", "a mapping {family, what, strong, weak, ...} expected")
-        unknown = set(r) - RULE_KEYS
-        missing = {"family", "what", "strong", "weak"} - set(r)
-        if unknown or missing:
-            raise self.fail(where, "rule", f"unknown {sorted(unknown)} / missing {sorted(missing)}")
-        family = r["family"]
-        if family not in FAMILIES:
-            raise self.fail(where, "rule.family", f"{family!r} is not one of {sorted(FAMILIES)}")
-        read = self.pair if family == "between" else self.number
-        strict = self.value(r.get("strict", False), env, where, "rule.strict")
-        if not isinstance(strict, bool):
-            raise self.fail(where, "rule.strict", f"true or false expected, got {strict!r}")
-        try:
-            return FAMILIES[family](
-                self.text(r["what"], env, where, "rule.what"),
-                read(r["strong"], env, where, "rule.strong"),
-                read(r["weak"], env, where, "rule.weak"),
-                strict=strict,
-                basis=self.text(r.get("basis", ""), env, where, "rule.basis"),
-            )
-        except ValueError as err:
-            raise self.fail(where, "rule", str(err)) from err
-
-    def compute(self, c: Any, env: Mapping, where: str) -> Callable:
-        if not isinstance(c, dict) or "name" not in c or set(c) - COMPUTE_KEYS:
-            raise self.fail(
-                where, "compute", f"a mapping {{name, args, along}} expected, got {c!r}"
-            )
-        name = c["name"]
-        if name not in self.measures:
-            raise self.fail(where, "compute.name", f"unknown measure {name!r} (known: "
-                            f"{sorted(self.measures)})")  # fmt: skip
-        args = self.value(c.get("args") or {}, env, where, "compute.args")
-        if not isinstance(args, dict):
-            raise self.fail(where, "compute.args", f"a mapping expected, got {args!r}")
-        try:
-            fn = self.measures[name](**args)
-        except TypeError as err:
-            raise self.fail(where, "compute.args", f"measure {name}: {err}") from err
-        if "along" in c:
-            fn = forms.along(fn, self.text(c["along"], env, where, "compute.along"))
-        return fn
 
     def condition(self, spec: Any, env: Mapping, where: str, key: str) -> Callable:
         fn, args = self.named(spec, env, where, key)

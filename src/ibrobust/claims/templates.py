@@ -2,8 +2,9 @@
 ``{name:spec}`` (Python's format spec, e.g. ``{eps:g}``, ``{gap:+.3f}``) of the variables a
 claim's expansion binds. A string that is exactly ``{name}`` is the variable's value itself
 (a number stays a number: a rule's bound, a measure's argument). Braces that name no bound
-variable are an error (a typo is not left in a ledger), except in verbatim text (a quote:
-the source's LaTeX braces stay as written). No expressions: ``{a[0]}``, ``{a.b}`` or
+variable are an error (a typo is not left in a ledger). Verbatim text (a quote: the source's
+LaTeX, e.g. ``\\sqrt{d}``) takes only a whole ``{name}``; any other brace in it stays as
+written. No expressions: ``{a[0]}``, ``{a.b}`` or
 ``{a + 1}`` are not placeholders. Pure functions."""
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ def fill_text(v: str, env: Mapping[str, Any], verbatim: bool = False) -> str:
         if not isinstance(env[name], str):
             raise TemplateError(f"a string expected, {v} is {env[name]!r}")
         return env[name]
+    if verbatim:
+        return v
 
     def sub(m: re.Match) -> str:
         name, spec = m.group(1), m.group(2)
         if name not in env:
-            if verbatim:
-                return m.group(0)
             raise TemplateError(f"{{{name}}} is not a bound variable (bound: {sorted(env)})")
         try:
             return format(env[name], spec or "")

@@ -1,6 +1,7 @@
-"""What the claims of Study FA measure (:mod:`ibrobust.studies.feature_averaging.claims`
-declares them): the files read and their column mapping (:data:`SOURCES`, the one place to
-adapt), the rows a claim selects, and per claim one value per seed. Our numbers come from
+"""What the claims of Study FA measure (``claims.yaml`` beside this module declares them,
+read by :mod:`ibrobust.claims.declared`): the files read and their column mapping
+(:data:`SOURCES`, the one place to adapt), the rows a claim selects, and per claim one value
+per seed (:data:`MEASURES`, the names the file calls). Our numbers come from
 ``results/<study>/figures/summary.csv`` (one row per run, readout and seed; fa_index /
 residual_max only with two-layer nets) and ``critical_radius_scaling.csv``.
 """
@@ -11,6 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 
 from ibrobust.claims.core import (
@@ -21,6 +23,7 @@ from ibrobust.claims.core import (
     Source,
     StudyContext,
     not_above,
+    pooled_slope,
     trend,
 )
 from ibrobust.kinds import MODELS, OPTIMIZERS, trainer
@@ -295,3 +298,48 @@ def first_order_ratio(dataset: str):
         return Measurement(tuple(fo[REFERENCE][seeds] / fo[BINARY][seeds]))
 
     return compute
+
+
+def scaling_slope(setting: str, key: str = "k"):
+    """The least-squares slope of log(critical radius) on log(``key``) over the sweep, common
+    to the seeds (an intercept per seed; :func:`ibrobust.claims.measurement.pooled_slope`). Values
+    never falling to 50 % on the grid are left out; 2-class nets have one score, so any
+    readout's rows serve."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        df = src["scaling"]
+        df = df[(df["key"] == key) & (df["label"] == setting) & df["critical_radius"].notna()]
+        df = df.drop_duplicates(["seed", "dataset"])
+        if df.empty:
+            raise NotRun(f"no {setting} critical radius in the {key} sweep")
+        m = pooled_slope(
+            np.log(df[key]), np.log(df["critical_radius"]), df["seed"].astype(int).to_numpy(),
+            f"({key}, seed) pairs",
+        )  # fmt: skip
+        return Measurement(
+            m.values, unit=m.unit, interval=m.interval, jackknife=m.jackknife,
+            note=f"{len(m.values)} seeds' slopes {', '.join(f'{v:.3f}' for v in m.values)}",
+        )  # fmt: skip
+
+    return compute
+
+
+def reference_rows(df: pd.DataFrame) -> pd.Series:
+    """The robust reference's rows (shared by every trained net of the study): a cell's
+    ``keep``."""
+    return df[SETTING if SETTING in df else "label"] == REFERENCE
+
+
+MEASURES = {
+    "binary_over_theory": binary_over_theory,
+    "universal_over_theory": universal_over_theory,
+    "reference_over_sqrt_d": reference_over_sqrt_d,
+    "clean_accuracy": clean_accuracy,
+    "column_of": column_of,
+    "other_class_trend": other_class_trend,
+    "span_residual": span_residual,
+    "kclass_over_binary": kclass_over_binary,
+    "first_order_ratio": first_order_ratio,
+    "scaling_slope": scaling_slope,
+    "reference_rows": reference_rows,
+}
