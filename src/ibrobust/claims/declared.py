@@ -319,6 +319,7 @@ class _Reader(FieldReader):
             id=t["id"], claim=t["claim"], citation=self.citation(e["citation"], env, where),
             derivation=t["derivation"], paper=t["paper"], measure=t["measure"], rule=rule,
             compute=self.compute(e["compute"], env, where), form=form,
+            measure_call=self.call_text(e["compute"], env, where),
             setting=t.get("setting", ""), cost=t.get("cost", ""),
         )  # fmt: skip
         if "sources" in e:
@@ -337,6 +338,15 @@ class _Reader(FieldReader):
             ) from err
         except ValueError as err:
             raise self.fail(where, "derivation", str(err)) from err
+
+    def call_text(self, c: Mapping, env: Mapping, where: str) -> str:
+        """The measure as the file calls it, its arguments filled: ``column(p=3.0, col=x)``."""
+        args = self.value(c.get("args") or {}, env, where, "compute.args")
+        text = f"{c['name']}({', '.join(f'{k}={v}' for k, v in args.items())})"
+        along = (
+            f" along {self.text(c['along'], env, where, 'compute.along')}" if "along" in c else ""
+        )
+        return text + along
 
     def condition(self, spec: Any, env: Mapping, where: str, key: str) -> Callable:
         fn, args = self.named(spec, env, where, key)
