@@ -34,6 +34,7 @@ from ibrobust.claims.core import (
 )
 from ibrobust.claims.declared import fixed
 from ibrobust.claims.intervals import Interval, wilson
+from ibrobust.claims.measurement import one_per_run
 
 SOURCES: dict[str, Source] = {
     "summary": Source(
@@ -95,10 +96,7 @@ def _runs_of(summary: pd.DataFrame, schedule: str) -> pd.DataFrame:
 
 def _per_run(df: pd.DataFrame, col: str) -> tuple[tuple[float, ...], tuple[str, ...]]:
     v = df.groupby("run", sort=False)[col].first()
-    if v.isna().all():
-        raise NotRun(f"column {col!r} is NaN for every run")
-    v = v.dropna()
-    return tuple(float(x) for x in v), tuple(str(r) for r in v.index)
+    return one_per_run(v, col, "selected", drop_missing=True)
 
 
 def _needs_runs(df: pd.DataFrame, what: str) -> None:

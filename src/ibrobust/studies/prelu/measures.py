@@ -22,6 +22,7 @@ import pandas as pd
 from ibrobust.analysis.readoff import grid_bracket
 from ibrobust.claims.core import Column, Measurement, NotRun, Source, StudyContext
 from ibrobust.claims.intervals import newcombe
+from ibrobust.claims.measurement import one_per_run
 from ibrobust.studies.prelu.radii import relu_nonrobust_radius
 from ibrobust.studies.prelu.tables import PAPER_TABLE1, REFINED, TABLE1_COLUMNS, column_name
 
@@ -161,18 +162,16 @@ def column(p: float, col: str):
         if col not in src["summary"]:  # an optional column (SOURCES): a summary from before it
             raise NotRun(f"the summary has no {col!r} (written before the claim read it)")
         sel = _runs(src["summary"], ctx, p)
-        v = sel[col]
-        if v.isna().any():
-            raise ValueError(f"column {col!r} is NaN for a p={p:g} run")
+        v, _ = one_per_run(sel[col], col, f"p={p:g}")
         lo, hi = f"{col}.lo", f"{col}.hi"
         if lo in sel and hi in sel and sel[[lo, hi]].notna().all().all():
             return Measurement(
-                tuple(v),
+                v,
                 brackets=tuple(zip(sel[lo].astype(float), sel[hi].astype(float), strict=True)),
                 resolution="interpolated between the two radius-grid points around it",
                 points=measured_points(sel),
             )
-        return Measurement(tuple(v))
+        return Measurement(v)
 
     return compute
 
