@@ -366,3 +366,23 @@ def main_grid_wildcards(w):
     from types import SimpleNamespace
 
     return SimpleNamespace(**dict(w.items()), grid="main")
+
+
+# Study FA's refined critical radii (rule fa_refine, rules/fa.smk)
+from ibrobust.studies import feature_averaging as _fa_plan  # noqa: E402
+
+
+def fa_refined_files(study, grid):
+    return [f"{run_dir(study, **{k: r[k] for k in ('dataset', 'model', 'optimizer', 'supervision', 'seed')})}"
+            f"/attack/{grid}/refined.{r['radius']}.json" for r in _fa_plan.refined_runs(config, study, grid)]
+
+
+def fa_refine_attacks(w):
+    """The attacks of the refined radius: the grid's (worst) or the one named."""
+    attacks = attack_params(w)
+    if w.radius == _fa_plan.WORST:
+        return attacks
+    if w.radius not in attacks:
+        raise ValueError(f"fa_refine: {w.radius!r} is not an attack of grid {w.grid!r} "
+                         f"({sorted(attacks)})")
+    return {w.radius: attacks[w.radius]}

@@ -5,7 +5,7 @@
 # workflow: a plan written during a run cannot add jobs to it (a checkpoint re-evaluates input
 # functions, not the studies' config that their params and paths are built from).
 #   1. snakemake decide                                    -> results/decide/look2/plan.{yaml,md,csv}
-#   2. snakemake --configfile results/decide/look2/plan.yaml decide -> the added units as the studies'
+#   2. snakemake decide --configfile results/decide/look2/plan.yaml -> the added units as the studies'
 #      ordinary jobs (the extended studies' outputs: Snakemake runs what the new units touch),
 #      and the ledger rebuilt from all units with its looks (results/decide/look2/); the studies no
 #      plan extended are read from their outputs where they exist (after `reproduce`), else
@@ -42,17 +42,29 @@ DECIDE_LEDGER_INPUT = _checkout_path(DECIDE["ledger"]) if DECIDE["ledger"] else 
 )  # fmt: skip
 # the studies whose unit lists a plan extended (their look is past the first)
 DECIDED_STUDIES = [s for s in BASE_STUDIES if study_look(DECIDE["looks"], s) > 1]
-# what the look's ledger reads: every output of the extended studies (their new units' jobs
+
+
+def _decided_outputs(study):
+    """What a look builds of an extended study: the outputs already built here (their
+    aggregates rerun over the new units: their inputs changed), or all of them for a study
+    never built here. A part the plan did not extend and that was never built (PRELU's MNIST
+    half when only the synthetic half ran) stays unbuilt: the plan priced none of it."""
+    outs = study_outputs(study)
+    built = [f for f in outs if os.path.exists(f)]
+    return built or outs
+
+
+# what the look's ledger reads: those outputs of the extended studies (their new units' jobs
 # and the aggregates those touch), and the other studies' outputs where they exist (a study
 # never built here reads "not run: output absent" in it)
 DECIDE_LEDGER_FILES = sorted(
-    {f for s in DECIDED_STUDIES for f in study_outputs(s)}
+    {f for s in DECIDED_STUDIES for f in _decided_outputs(s)}
     | {f for s in BASE_STUDIES if s not in DECIDED_STUDIES for f in study_outputs(s)
        if os.path.exists(f)}
 )  # fmt: skip
 DECIDE_TARGETS = (
     DECIDE_PLAN if DECIDE["dry"] or not DECIDE["looks"]
-    else [f for s in DECIDED_STUDIES for f in study_outputs(s)] + DECIDE_LEDGER
+    else [f for s in DECIDED_STUDIES for f in _decided_outputs(s)] + DECIDE_LEDGER
 )  # fmt: skip
 
 

@@ -44,6 +44,7 @@ rule fa_figures:
         attack=lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "main"), "main", "summary.json"),
         analysis=lambda w: files(w.study, _runs(trained_runs(w.study)), "analysis/summary.json"),
         decomposition=lambda w: files(w.study, _fa.decomposed_runs(config, w.study), "analysis/decomposition.json"),
+        refined=lambda w: fa_refined_files(w.study, "main"),
     output:
         cosine_png=report("results/{study}/figures/cosine_heatmaps.png", caption="../report/analysis/cosine_heatmaps.rst", category="{study}", subcategory="figures"),
         cosine_pdf="results/{study}/figures/cosine_heatmaps.pdf",
@@ -61,6 +62,7 @@ rule fa_figures:
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         analysis_runs=lambda w: _runs(trained_runs(w.study)),
         decomposed_runs=lambda w: _fa.decomposed_runs(config, w.study),
+        refined_runs=lambda w: _fa.refined_runs(config, w.study, "main"),
         datasets=lambda w: {ds: dataset_config(ds) for ds in STUDIES[w.study]["datasets"]},
         model_kinds=model_kinds,
         model_labels=model_labels,
@@ -74,7 +76,8 @@ rule fa_figures:
 
 rule fa_scaling_figure:
     input:
-        lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "scaling"), "scaling", "robust_accuracy.csv"),
+        curves=lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "scaling"), "scaling", "robust_accuracy.csv"),
+        refined=lambda w: fa_refined_files(w.study, "scaling"),
     output:
         png=report("results/{study}/figures/critical_radius_scaling.png", caption="../report/feature_averaging/critical_radius_scaling.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/critical_radius_scaling.pdf",
@@ -85,6 +88,7 @@ rule fa_scaling_figure:
         "results/logs/figures/{study}/critical_radius_scaling.log",
     params:
         runs=lambda w: _fa.attack_runs(config, w.study, "scaling"),
+        refined_runs=lambda w: _fa.refined_runs(config, w.study, "scaling"),
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         datasets=lambda w: {r[0]: dataset_config(r[0]) for r in _fa.scaling_runs(config, w.study)},
         sweeps=lambda w: _fa.sweep_datasets(config, STUDIES[w.study]),
@@ -148,3 +152,44 @@ rule fa_margin_gradient:
         "../envs/ibrobust.yaml"
     script:
         "../workflow_scripts/fa_margin_gradient.py"
+
+
+# The refined critical radii (the study's `refine`): per 2-class run, grid and refined radius
+# (worst: the worst case over the grid's attacks; an attack's name: that attack alone), the
+# attack job's grid again (same attacks, radii, points and random stream) and the points of
+# the 50 % crossing's grid cell bisected to the tolerance (ibrobust.stages.radii), so the
+# critical radius is known to within the tolerance instead of the grid's cell.
+# fa_refined_files, fa_refine_attacks: rules/common.smk
+rule fa_refine:
+    input:
+        data="results/datasets/{dataset}/seed{seed}/data.npz",
+        model="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/model.pt",
+        attack="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/attack/{grid}/robust_accuracy.csv",
+    output:
+        points="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/attack/{grid}/point_radii.{radius}.csv",
+        summary="results/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}/attack/{grid}/refined.{radius}.json",
+    log:
+        "results/logs/fa_refine/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.{grid}.{radius}.log",
+    benchmark:
+        "results/benchmarks/fa_refine/{study}/{dataset}/{model}/{optimizer}/{supervision}/seed{seed}.{grid}.{radius}.tsv"
+    wildcard_constraints:
+        supervision="binary",
+        grid="main|scaling",
+        radius="[A-Za-z0-9_]+",
+    params:
+        attacks=fa_refine_attacks,
+        radii=attack_radii,
+        points=attack_points,
+        task=attack_task,
+        seed=lambda w: int(w.seed),
+        tolerance=lambda w: float(STUDIES[w.study]["refine"]["tolerance"]),
+        code=lambda w: code("fa_refine", kind_module("models", w.model),
+                            *kind_modules("attacks", fa_refine_attacks(w))),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/ibrobust.yaml"
+    script:
+        "../workflow_scripts/fa_refine.py"

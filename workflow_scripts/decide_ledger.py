@@ -18,7 +18,7 @@ from ibrobust.decide.looks import (
     with_looks,
 )
 from ibrobust.decide.spending import spending
-from ibrobust.decide.tables import look_summary
+from ibrobust.decide.tables import cpu_by_study, look_summary
 from ibrobust.io import atomic_path, save_csv
 from ibrobust.ledger.render import ledger_html, ledger_markdown
 from ibrobust.ledger.table import COLUMNS, study_outputs
@@ -44,11 +44,12 @@ with Job(snakemake) as job:
     plan = Path(p.plan)
     since = plan.stat().st_mtime if plan.exists() else None
     logs = [f for f in Path("results/logs").rglob("*.log") if since and f.stat().st_mtime > since]
-    cpus = [job_cpu(f.read_text(errors="replace")) for f in logs if f != Path(snakemake.log[0])]
-    measured = sum(c for c in cpus if c is not None) if since else None
+    jobs = [(str(f), job_cpu(f.read_text(errors="replace"))) for f in logs
+            if f != Path(snakemake.log[0])]  # fmt: skip
+    measured = cpu_by_study(jobs, p.config["studies"]) if since else None
     first = table[table.look == 1].assign(fragile="")
     with atomic_path(out.look) as tmp:
         tmp.write_text(look_summary(first, ledger, d["predicted_cpu_s"], measured))
-    job.log.info("looks: %d records; measured %s CPU-s since the plan", len(table), measured)
+    job.log.info("looks: %d records; measured CPU-s since the plan: %s", len(table), measured)
     for f in (out.csv, out.md, out.html, out.looks, out.look):
         job.artifact(f, "decide")

@@ -8,7 +8,7 @@ from _job import Job
 from ibrobust.decide.cost import read_cost_model
 from ibrobust.decide.planner import PlanSettings, overlay, plan_units
 from ibrobust.decide.spending import spending
-from ibrobust.decide.tables import plan_markdown
+from ibrobust.decide.tables import apply_command, plan_markdown
 from ibrobust.decide.units import unit_keys
 from ibrobust.io import atomic_path, save_csv
 from ibrobust.ledger.render import read_ledger
@@ -25,7 +25,7 @@ with Job(snakemake) as job:
     with atomic_path(out.yaml) as tmp:
         tmp.write_text(
             "# snakemake decide's plan (a config overlay): apply it with\n"
-            f"#   snakemake --configfile {out.yaml} decide\n"
+            f"#   {apply_command(out.yaml)}\n"
             + yaml.safe_dump(config_overlay, sort_keys=False, default_flow_style=None)
         )
     save_csv(out.csv, plan.rows)

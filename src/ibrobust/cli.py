@@ -65,6 +65,24 @@ def claims_render(a: argparse.Namespace) -> int:
     return 0
 
 
+def claims_carry(a: argparse.Namespace) -> int:
+    from ibrobust.io import save_csv
+    from ibrobust.ledger.carry import carry
+    from ibrobust.ledger.render import ledger_html, ledger_markdown, read_ledger
+
+    out, log = carry(read_ledger(a.ledger), read_ledger(a.earlier), a.name or str(a.earlier))
+    target = a.output or a.ledger
+    save_csv(target, out)
+    target.with_suffix(".md").write_text(ledger_markdown(out))
+    target.with_suffix(".html").write_text(ledger_html(out))
+    for line in log:
+        print(line, file=sys.stderr)
+    print(
+        f"{target} (.md, .html): {sum('carried,' in x for x in log)} rows carried", file=sys.stderr
+    )
+    return 0
+
+
 def checkout_config(repo: Path) -> dict:
     """The checkout's config.yaml validated (defaults filled), as the workflow plans from it."""
     import yaml
@@ -267,6 +285,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--md", type=Path, help="write the table here (default: stdout)")
     s.add_argument("--csv", type=Path, help="write the per-sibling comparison here")
     s.add_argument("--ledger", type=Path, help="write the flagged ledger as PREFIX.csv/.md/.html")
+    k = _command(claims, "carry", claims_carry,
+                 "measure a ledger's output-absent rows from an earlier ledger")  # fmt: skip
+    k.add_argument("ledger", type=Path, help="the new ledger (claims.csv)")
+    k.add_argument("earlier", type=Path, help="the ledger whose measurements it keeps")
+    k.add_argument("--name", help="how the rows' notes name the earlier ledger")
+    k.add_argument("-o", "--output", type=Path, help="default: overwrite LEDGER (.csv/.md/.html)")
     config = _group(sub, "config", "the configuration reference; checking config files")
     c = _command(config, "docs", config_docs, "print docs/config.md, generated from the schema")
     c.add_argument("--check", action="store_true", help="exit 1 if ./docs/config.md differs")

@@ -109,6 +109,21 @@ def t_ends(values: Sequence[float], t: float) -> tuple[float, float]:
     return v.mean() - half, v.mean() + half
 
 
+def near_zero_ends(zero: Sequence[float], t: float, scale: float = 10.0, radii=None):
+    """The interval fa.binary_radius reports for :func:`fa_curve` crossings ``zero`` (over
+    ``scale`` = sqrt(d/k)): their t interval widened by the grid brackets' reach, below to the
+    mean of the lower grid radii and above to the mean of the upper ones."""
+    radii = FA_RADII if radii is None else radii
+    lows, highs = [], []
+    for z in zero:
+        j = next(i for i, e in enumerate(radii) if e >= z)
+        lows.append(radii[max(j - 1, 0)] / scale)
+        highs.append(radii[j] / scale)
+    v = [z / scale for z in zero]
+    lo, hi = t_ends(v, t)
+    return lo - (np.mean(v) - np.mean(lows)), hi + (np.mean(highs) - np.mean(v))
+
+
 def write(results: Path, study: str, rel: str, df: pd.DataFrame) -> Path:
     """``df`` at results/<study>/<rel>, as the jobs write it (save_csv)."""
     path = results / study / rel
@@ -167,6 +182,7 @@ def fa_summary(
     dataset="clusters_d1000",
     readouts=READOUTS,
     n_points=1000,
+    refined: float | None = 0.0,
 ) -> pd.DataFrame:
     """Rows as workflow_scripts/fa_figures.py writes them (per seed: the 2-class net, the
     k-class net under each readout, the robust reference). ``binary``: the 2-class net's
@@ -178,7 +194,13 @@ def fa_summary(
     ``readouts=None``: no readout column (the summaries before readouts were a list). The
     defaults are a study whose claims hold (hand-computed in tests/unit/test_claims.py).
     ``other_class_slope``: the 2-class nets' slope of the other-class ratio on log10 step
-    (None: ``other_class`` - 0.1, so that a ratio under the old 0.1 threshold falls)."""
+    (None: ``other_class`` - 0.1, so that a ratio under the old 0.1 threshold falls).
+    ``refined``: a bisection tolerance: every net's worst-case radius and the 2-class nets'
+    universal one are refined (as rule fa_refine's brackets reach the summary:
+    ``<col>.refined`` the radius, ``.lo`` / ``.hi`` +- half the tolerance around it; NaN for
+    a censored radius); the default 0 (exact radii) leaves the intervals as the rules' tests
+    compute them by hand; None: every radius is the grid's (no bracket columns: the ledger
+    reads the config grid's cells)."""
     if other_class_slope is None:
         other_class_slope = tuple(round(o - 0.1, 12) for o in other_class)
     rows = []
@@ -186,20 +208,22 @@ def fa_summary(
         common = dict(dataset=dataset, optimizer="gd", seed=s, readout=None, n_points=n_points)
         decomposed = dict(fa_index=fa_binary[s], other_class_ratio=other_class[s],
                           other_class_slope=other_class_slope[s], residual_max=residual)  # fmt: skip
+        radii = {"critical_radius.pgd_margin": rb, "critical_radius.universal": universal[s],
+                 "critical_radius.worst": min(rb, universal[s])}  # fmt: skip
+        radii.update(_refined(radii, refined, ("worst", "universal")))
         rows.append(
             dict(common, model="two_layer_m5", setting="binary", clean_acc=clean[s],
-                 **{"critical_radius.pgd_margin": rb, "critical_radius.universal": universal[s],
-                    "critical_radius.worst": min(rb, universal[s])},
-                 **decomposed, cosine_same_class_mean=cosine_binary[s])
+                 **radii, **decomposed, cosine_same_class_mean=cosine_binary[s])
         )  # fmt: skip
         for ro in readouts or [None]:
             rows.append(
                 dict(common, model="two_layer_m5", setting="multiclass", readout=ro,
                      clean_acc=1.0,
-                     **{"critical_radius.pgd_margin": multiclass[s],
-                        "critical_radius.pgd_ce": 1.5 * multiclass[s],
-                        "critical_radius.universal": multiclass[s] + 5,
-                        "critical_radius.worst": multiclass[s]},
+                     **(mradii := {"critical_radius.pgd_margin": multiclass[s],
+                                   "critical_radius.pgd_ce": 1.5 * multiclass[s],
+                                   "critical_radius.universal": multiclass[s] + 5,
+                                   "critical_radius.worst": multiclass[s]}),
+                     **_refined(mradii, refined, ("worst",)),
                      fa_index=fa_multi[s], other_class_ratio=0.5, other_class_slope=0.1,
                      residual_max=residual,
                      cosine_same_class_mean=0.2)
@@ -208,8 +232,9 @@ def fa_summary(
         rows.append(
             dict(common, model="robust_reference", optimizer="handbuilt",
                  setting="robust reference", clean_acc=1.0,
-                 **{"critical_radius.pgd_margin": ref, "critical_radius.universal": ref,
-                    "critical_radius.worst": ref})
+                 **(rradii := {"critical_radius.pgd_margin": ref,
+                               "critical_radius.universal": ref, "critical_radius.worst": ref}),
+                 **_refined(rradii, refined, ("worst",)))
         )  # fmt: skip
     df = pd.DataFrame(rows)
     if readouts is None:
@@ -217,16 +242,99 @@ def fa_summary(
     return per_readout(df, list(readouts))
 
 
+FA_RADII = (
+    0.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+    9.0,
+    10.0,
+    11.0,
+    12.0,
+    13.0,
+    14.0,
+    15.0,
+    16.0,
+    18.0,
+    20.0,
+    22.0,
+    24.0,
+    28.0,
+    32.0,
+)  # config.yaml's studies.fa.radii
+
+
+def fa_curve(
+    zero=(9.0, 9.5, 8.5),
+    dataset="clusters_d1000",
+    readouts=READOUTS,
+    radii=FA_RADII,
+    n=1000,
+    level=0.1,
+) -> pd.DataFrame:
+    """Rows as workflow_scripts/fa_figures.py writes robust_accuracy_vs_radius.csv: per seed
+    the 2-class net's worst-case curve over ``radii``, which falls to ``level`` exactly at
+    ``zero[s]`` under linear interpolation (NaN: never that low on the grid), repeated under
+    each readout; the reference net's curve at 1.0 everywhere."""
+    rows = []
+    for s, z in enumerate(zero):
+        acc = [1.0] * len(radii)  # NaN: never falls to the level on the grid
+        if not math.isnan(z):
+            j = next(i for i, e in enumerate(radii) if e >= z)  # the crossing's upper radius
+            acc = [1.0] * j + [0.0] * (len(radii) - j)
+            if j > 0:  # between radii[j - 1] and radii[j], a fraction f of the way
+                f = (z - radii[j - 1]) / (radii[j] - radii[j - 1])
+                if f < 0.9:
+                    acc[j - 1] = level / (1 - f)  # from there to 0 at radii[j]
+                else:
+                    acc[j] = 1 - (1 - level) / f  # from 1 at radii[j - 1] to there
+        for ro in readouts or [None]:
+            for e, a in zip(radii, acc, strict=True):
+                for kind, model, acc_ in (
+                    ("two_layer", "two_layer_m5", a),
+                    ("robust_reference", "robust_reference", 1.0),
+                ):
+                    rows.append(dict(attack="worst", eps=e, robust_acc=acc_, n=n,
+                                     dataset=dataset, model=model, optimizer="gd",
+                                     supervision="binary", seed=s, readout=ro,
+                                     model_kind=kind))  # fmt: skip
+    df = pd.DataFrame(rows)
+    return df.drop(columns="readout") if readouts is None else df
+
+
+def _refined(radii: Mapping[str, float], tol: float | None, attacks: Sequence[str]) -> dict:
+    """The refined columns of ``attacks``' radii (+- tol / 2), none without a tolerance."""
+    if tol is None:
+        return {}
+    out = {}
+    for a in attacks:
+        v = radii[f"critical_radius.{a}"]
+        out.update({f"critical_radius.{a}.refined": v, f"critical_radius.{a}.lo": v - tol / 2,
+                    f"critical_radius.{a}.hi": v + tol / 2})  # fmt: skip
+    return out
+
+
 def fa_scaling(
     slope: float | Sequence[float] = -0.5,
     d: int = 1000,
     seeds=(0, 1),
     slope_d: float | Sequence[float] = 0.5,
+    lambdas: Mapping[str, tuple[float, float | Sequence[float]]] | None = None,
+    refined: float | None = 0.0,
+    bracket: float | None = None,
 ) -> pd.DataFrame:
     """Rows as fa_scaling_figure writes them (ibrobust.studies.feature_averaging.scaling.scaling_table):
     sweep over k at d: binary radius = sqrt(d) k^slope; sweep over d at k = 10: binary radius
     = d^slope_d / sqrt(10); a sequence gives each seed its own slope; the 2-class rows
-    repeat under each readout."""
+    repeat under each readout. ``lambdas``: column -> (intercept, slope): the sweep's nets
+    decomposed, the column = intercept + slope ln d on the d sweep's rows (a sequence of
+    slopes: one per seed; seed s's intercept is intercept + 0.1 s); ``decoupling_ratio``
+    goes on k-class rows (label multiclass), the others on the 2-class rows. ``refined``: a
+    bisection tolerance: each 2-class radius is refined (``critical_radius.refined`` the
+    radius, ``.lo`` / ``.hi`` +- half the tolerance); else ``bracket``: each radius in a grid
+    cell [r - bracket, r + bracket] (not refined); both None: no bracket columns (a table
+    from before them)."""
 
     def per_seed(s, i):
         return s[i] if isinstance(s, Sequence) else s
@@ -237,10 +345,23 @@ def fa_scaling(
         points = [("k", k, d, k, d**0.5 * k**a) for k in (2, 4, 10, 20)]
         points += [("d", dd, dd, 10, dd**b / 10**0.5) for dd in (250, 500, 1000, 2000)]
         for key, value, dd, k, rb in points:
-            for label, r in (("binary", rb), ("robust reference", float("nan"))):
+            labels = [("binary", rb), ("robust reference", float("nan"))]
+            if lambdas and "decoupling_ratio" in lambdas:
+                labels.append(("multiclass", 2 * rb))
+            for label, r in labels:
+                extra = {}
+                for col, (a0, b0) in (lambdas or {}).items():
+                    if (col == "decoupling_ratio") != (label == "multiclass"):
+                        continue
+                    if label == "robust reference":
+                        continue
+                    extra[col] = (
+                        a0 + 0.1 * i + per_seed(b0, i) * math.log(dd) if key == "d" else math.nan
+                    )
                 for readout in READOUTS:
                     rows.append(
                         dict(
+                            **extra,
                             key=key,
                             dataset=f"clusters_d1000@{key}={value}",
                             model="two_layer_m5",
@@ -253,12 +374,24 @@ def fa_scaling(
                             d=dd,
                             k=k,
                             critical_radius=r,
+                            **_scaling_brackets(r, refined, bracket),
                             sqrt_d_over_k=(dd / k) ** 0.5,
                             half_sqrt_d=dd**0.5 / 2,
                             sqrt_half_d=(dd / 2) ** 0.5,
                         )
                     )
     return pd.DataFrame(rows)
+
+
+def _scaling_brackets(r: float, refined: float | None, bracket: float | None) -> dict:
+    if refined is not None:
+        h = math.nan if math.isnan(r) else refined / 2
+        return {"critical_radius.refined": r, "critical_radius.lo": r - h,
+                "critical_radius.hi": r + h}  # fmt: skip
+    if bracket is not None:
+        return {"critical_radius.refined": math.nan, "critical_radius.lo": r - bracket,
+                "critical_radius.hi": r + bracket}  # fmt: skip
+    return {}
 
 
 def fa_margin_gradient(binary=(12.0, 12.5, 11.5), reference=(13.4, 14.0, 12.9)) -> pd.DataFrame:

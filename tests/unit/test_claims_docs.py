@@ -25,16 +25,16 @@ def test_every_study_page_holds_the_table_its_claim_file_generates():
 
 def test_every_kind_with_a_claim_file_has_a_page():
     declared = {p.parent.name for p in (REPO / "src/ibrobust/studies").glob("*/claims.yaml")}
-    assert declared == set(PAGES)
+    assert declared <= set(PAGES)
     for page in PAGES.values():
         assert (REPO / DOCS / page).is_file()
 
 
 def test_a_table_lists_each_claim_with_its_rule_and_measure():
-    prelu = tables(checkout_config(REPO))["prelu"].splitlines()
-    row = next(r for r in prelu if r.startswith("| `prelu.relu_radius` |"))
-    assert "critical radius x sqrt(K): strong within [0.9, 1.1], weak within [0, 2.24]" in row
-    assert "`radius_over_theory`" in row and "| bound |" in row
+    nn = tables(checkout_config(REPO))["price_nn"].splitlines()
+    row = next(r for r in nn if r.startswith("| `price_nn.fc_erm_alike` |"))
+    assert "SD - GD: strong within [-0.411, 0.411], weak within [-2.06, 2.06]" in row
+    assert "`fc_erm`" in row and "| equivalence |" in row
 
 
 def test_splicing_replaces_only_the_marked_block_and_needs_the_markers():

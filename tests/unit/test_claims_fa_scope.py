@@ -7,14 +7,24 @@ from __future__ import annotations
 import math
 
 import pytest
-from claims_fixtures import default_config, fa_margin_gradient, fa_scaling, fa_summary, ledger, one
+from claims_fixtures import (
+    default_config,
+    fa_curve,
+    fa_margin_gradient,
+    fa_scaling,
+    fa_summary,
+    ledger,
+    one,
+)
 
 from ibrobust.claims.core import HOLDS, NOT_APPLICABLE
 
 FA = ("fa", "figures/summary.csv")
 FA_SCALING = ("fa", "figures/critical_radius_scaling.csv")
 FA_MARGIN = ("fa", "figures/margin_gradient_summary.csv")
-FILES = {FA: fa_summary(), FA_SCALING: fa_scaling(), FA_MARGIN: fa_margin_gradient()}
+FA_CURVE = ("fa", "figures/robust_accuracy_vs_radius.csv")
+FILES = {FA: fa_summary(), FA_SCALING: fa_scaling(), FA_MARGIN: fa_margin_gradient(),
+         FA_CURVE: fa_curve()}  # fmt: skip
 
 
 def config_with_k(k: int) -> dict:
@@ -27,8 +37,9 @@ def config_with_k(k: int) -> dict:
 def test_radius_claims_are_not_applicable_where_the_robust_radius_is_inside_the_strong_region(
     tmp_path, k
 ):
-    # 0.4 sqrt(4) = 0.8 and 0.4 sqrt(6) = 0.98 are below the strong ends 1.027 (binary) and 1.1
-    # (universal): a non-robust radius ~ sqrt(d/k) cannot be told from the robust construction
+    # 0.4 sqrt(4) = 0.8 and 0.4 sqrt(6) = 0.98 are below the strong ends 1.1 x (1 + 1.2816
+    # sqrt(k/d)) = 1.19 / 1.21 (binary) and 1.1 (universal): a non-robust radius ~ sqrt(d/k)
+    # cannot be told from the robust construction
     df = ledger(tmp_path, config_with_k(k), FILES)
     for claim in ("fa.binary_radius", "fa.universal_radius"):
         row = one(df, "fa", claim)
@@ -42,11 +53,13 @@ def test_the_gradient_claim_needs_k_of_ten(tmp_path):
     assert row.verdict == NOT_APPLICABLE and "k = 9" in row.reason and "1.061" in row.reason
 
 
-def test_at_k_seven_only_the_universal_radius_is_out_of_scope(tmp_path):
-    # 0.4 sqrt(7) = 1.058: above the binary radius's 1.027, not above the universal's 1.1
-    df = ledger(tmp_path, config_with_k(7), FILES)
-    assert one(df, "fa", "fa.binary_radius").verdict != NOT_APPLICABLE
-    assert one(df, "fa", "fa.universal_radius").verdict == NOT_APPLICABLE
+def test_at_k_nine_only_the_binary_radius_is_out_of_scope(tmp_path):
+    # 0.4 sqrt(9) = 1.2: above the universal radius's 1.1, not above the binary radius's
+    # 1.1 x (1 + 1.2816 x sqrt(9/1000)) = 1.234 (at d = 1000 the binary claim needs k >= 10)
+    df = ledger(tmp_path, config_with_k(9), FILES)
+    assert one(df, "fa", "fa.universal_radius").verdict != NOT_APPLICABLE
+    row = one(df, "fa", "fa.binary_radius")
+    assert row.verdict == NOT_APPLICABLE and "1.234" in row.reason
 
 
 def test_the_default_k_ten_is_judged(tmp_path):

@@ -18,6 +18,7 @@ from claims_fixtures import (
     T_95_2,
     T_975_2,
     default_config,
+    fa_curve,
     fa_scaling,
     fa_summary,
     ledger,
@@ -72,6 +73,8 @@ def mixed_ledger(tmp_path: Path) -> pd.DataFrame:
     PRICE-LIN's limit claims, not applicable)."""
     write(tmp_path, *FA, fa_summary(**MIXED))
     write(tmp_path, *FA_SCALING, fa_scaling(slope=(-0.48, -0.52)))  # -0.5 +- 0.023
+    # the 2-class curves near zero at (9, 9.5, 8.5): fa.binary_radius holds, fragile
+    write(tmp_path, "fa", "figures/robust_accuracy_vs_radius.csv", fa_curve())
     return build_ledger(study_outputs(default_config(), tmp_path))
 
 
@@ -105,8 +108,9 @@ def test_markdown_carries_interval_units_reason_and_source(tmp_path):
     # the source cell: document, place and the quote
     src = row_of(table, "fa.universal_radius")
     assert f'| {src.source}: "{src.quote}" |' in md.replace("\\|", "|")
-    # a fragile verdict says so and why: the other-class slope (-0.05, -0.04, -0.06) holds
-    # on [-0.075, -0.025] < 0; without seed 0, (-0.04, -0.06) = -0.05 +- 0.127 straddles 0
+    # a fragile verdict says so and why: the near-zero radius (0.9, 0.95, 0.85) holds on
+    # [0.709, 1.058] (grid brackets included) <= 1.241; without seed 0, (0.95, 0.85) = 0.9
+    # +- 0.635, widened by 0.05 each side, straddles the weak 1.265
     assert "| **holds** (fragile): without seed 0: inconclusive;" in md
 
 
@@ -215,7 +219,7 @@ def test_readme_excerpt_from_the_csv(tmp_path):
     rows = [x for x in lines if x.startswith("| `")]
     assert len(rows) == 5 and not any("not run" in r for r in rows)  # judged claims first
     assert rows[0].startswith("| `fa.binary_radius` |")
-    assert "| 1.000 [1.000, 1.000] (3 seeds x 1000 points) | holds |" in rows[0]
+    assert "| 0.900 [0.709, 1.058] (3 seeds x 1000 points) | holds (fragile) |" in rows[0]
     longer = readme_excerpt(back, max_rows=20)
     assert "| 1.100 [0.603, 1.597] (3 seeds x 1000 points) | inconclusive |" in longer
     assert "| holds (fragile) |" in longer
@@ -412,10 +416,10 @@ def test_html_marks_fragile_verdicts_and_carries_the_cells(tmp_path):
     assert "1.100 [0.603, 1.597] (3 seeds x 1000 points)" in html
     assert "interval [0.603, 1.6] straddles the weak threshold 1" in html
     assert "&gt;= 0.379 [-0.981, inf]" in html and "study disabled" in html
-    fragile = by_id["fa.other_class_small"]
+    fragile = by_id["fa.binary_radius"]
     assert fragile.cells[6].text == "holds fragile"
     assert fragile.cells[7].text.startswith("without seed 0: inconclusive")
-    assert by_id["fa.binary_radius"].cells[6].text == "holds"  # (1, 1, 1): not fragile
+    assert by_id["fa.universal_radius"].cells[6].text == "holds"  # (1, 1, 1): not fragile
     n_fragile = int(table.fragile.map(lambda v: v is True).sum())
     assert (
         f"({n_fragile} fragile: the verdict changes when one seed, draw or run is left out)" in html
@@ -455,7 +459,7 @@ def test_figure_draws_one_row_per_judged_claim(tmp_path):
                         universal=(10.0,), clean=(1.0,), fa_binary=(0.9,), other_class=(0.1,),
                         fa_multi=(0.1,), cosine_binary=(0.44,))  # fmt: skip
     one_seed = ledger(tmp_path / "one", default_config(), {FA: single}).reset_index()
-    one_seed = one_seed[one_seed.id == "fa.averaging_index"]
+    one_seed = one_seed[one_seed.id == "fa.cosine_blocks"]
     assert one_seed.verdict.tolist() == [INCONCLUSIVE] and one_seed.ci_lo.isna().all()
     table = pd.concat([table, one_seed], ignore_index=True)
     ran = table[table.verdict.isin(JUDGED)].reset_index(drop=True)
@@ -474,12 +478,12 @@ def test_figure_draws_one_row_per_judged_claim(tmp_path):
     assert any(isinstance(t, Annotation) for t in ax.texts) and len(ax.lines) == 2
     assert texts(ax)[1] == "inconclusive (n=3 seeds x 1000 pts)"
     ax = fig.axes[-1]  # the one-seed row, last: no interval, the mean alone
-    assert texts(ax)[0].startswith("fa.averaging_index\n")
+    assert texts(ax)[0].startswith("fa.cosine_blocks\n")
     assert len(ax.lines) == 1 and texts(ax)[1] == "inconclusive (n=1 seeds)"
-    ax, r = by_id["fa.binary_radius"]  # an interval: its bar and the mean, filled
+    ax, r = by_id["fa.clean_accuracy"]  # an interval: its bar and the mean, filled
     assert len(ax.lines) == 2 and not any(isinstance(t, Annotation) for t in ax.texts)
     assert ax.lines[1].get_markerfacecolor() == ax.lines[1].get_color()
-    ax, r = by_id["fa.other_class_small"]  # fragile: a hollow marker
+    ax, r = by_id["fa.binary_radius"]  # fragile: a hollow marker
     assert texts(ax)[1].startswith("holds, fragile (n=")
     assert ax.lines[1].get_markerfacecolor() == "white"
     assert by_id["fa.kclass_over_binary"][0].get_xscale() == "linear"
@@ -565,7 +569,7 @@ def test_ledger_inputs_are_the_built_sources_of_kinds_with_claims():
     }
     built = [
         "results/fa/figures/summary.csv",
-        "results/fa/figures/robust_accuracy_vs_radius.csv",  # not a source of FA
+        "results/fa/figures/robust_accuracy_vs_radius.csv",  # fa.binary_radius's curves
         "results/imgs/figures/robust_accuracy_vs_radius.csv",
         "results/imgs/figures/summary.csv",
         "results/price/figures/gap_vs_n.csv",
@@ -580,6 +584,7 @@ def test_ledger_inputs_are_the_built_sources_of_kinds_with_claims():
     ]
     assert ledger_inputs(studies, built) == [
         "results/fa/figures/summary.csv",
+        "results/fa/figures/robust_accuracy_vs_radius.csv",
         "results/imgs/figures/summary.csv",
         "results/imgs/figures/robust_accuracy_vs_radius.csv",
         "results/price/figures/summary.csv",

@@ -73,11 +73,15 @@ def _resolve(schema: dict, instance: Any) -> dict:
 
 
 def schema_at(cfg: dict, path: Path_) -> dict | None:
-    """The (resolved) schema of the value at ``path`` of ``cfg``; None where there is none."""
+    """The (resolved) schema of the value at ``path`` of ``cfg``; None where there is none.
+    A scale ladder's ``overrides`` take its study's keys: below them, the study's schema."""
     schema, value = _resolve(SCHEMA, cfg), cfg
-    for part in path:
+    for i, part in enumerate(path):
         if isinstance(part, int):
             sub = schema.get("items")
+        elif path[i - 2 : i] == ("scale", "overrides") and path[0] == "studies" and i >= 4:
+            study = _resolve(SCHEMA["definitions"]["study"], get(cfg, path[:2]))
+            sub = study.get("properties", {}).get(part)
         else:
             sub = schema.get("properties", {}).get(part)
             if sub is None and isinstance(schema.get("additionalProperties"), dict):
@@ -349,6 +353,8 @@ FOUND = [
     ("aa-custom-without-list", {"attacks": {"aa_x": {"kind": "autoattack", "version": "custom"}}}, "attacks.aa_x", "'attacks' is a required property"),
     ("aa-custom-null-list", {"attacks": {"aa_x": {"kind": "autoattack", "version": "custom", "attacks": None}}}, "attacks.aa_x.attacks", "None is not of type 'array'"),
     ("aa-standard-runs-fab", {"attacks": {"aa_x": {"kind": "autoattack", "attacks": ["apgd-ce", "fab"]}}}, "attacks.aa_x.attacks[1]", "'fab' is not one of"),
+    # accepted silently (overrides: {type: object}) and dropped by the rung's merge
+    ("scale-override-unknown", {"studies": {"price_nn": {"scale": {"overrides": {"cnn": {"zz_unknown": 1}}}}}}, "studies.price_nn.scale.overrides.cnn.zz_unknown", "unknown key"),
 ]  # fmt: skip
 
 

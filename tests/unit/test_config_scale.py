@@ -91,6 +91,34 @@ def test_bad_ladders_are_named_at_their_key(scale, key, fragment):
     assert_rejected(merged(BASE, {"studies": {"margin": {"scale": scale}}}), SCHEMA, key, fragment)
 
 
+@pytest.mark.parametrize(
+    ("overrides", "key", "fragment"),
+    [
+        ({"cnn": {"zz_unknown": 1}}, "studies.price_nn.scale.overrides.cnn.zz_unknown", "unknown key (allowed: ['attack_points',"),
+        ({"zz_unknown": 1}, "studies.price_nn.scale.overrides.zz_unknown", "unknown key (allowed: ['claims', 'cnn',"),
+        ({"fc": {"n_train": [100], "zz": 1}}, "studies.price_nn.scale.overrides.fc.zz", "unknown key"),
+        ({"cnn": {"n_train": "100"}}, "studies.price_nn.scale.overrides.cnn.n_train", "is not of type 'array'"),
+        ({"cnn": {"eps": [0.0, -0.1]}}, "studies.price_nn.scale.overrides.cnn.eps[1]", "less than the minimum of 0"),
+        ({"kind": "margin"}, "studies.price_nn.scale.overrides.kind", "is not one of ['price_nn']"),
+        ({"scale": None}, "studies.price_nn.scale.overrides.scale", "climbs no ladder"),
+    ],
+)  # fmt: skip
+def test_bad_overrides_are_named_at_their_key_before_any_rung(overrides, key, fragment):
+    """An override is a key of the study: unknown, mistyped or out of range at any depth, it
+    is refused naming its path under the ladder's overrides (the schema's ``overrides:
+    {type: object}`` took any key silently)."""
+    ladder = dict(CONFIG["studies"]["price_nn"]["scale"], overrides=overrides)
+    cfg = merged(BASE, {"studies": {"price_nn": {"scale": ladder}}})
+    assert_rejected(cfg, SCHEMA, key, fragment)
+
+
+def test_an_unknown_override_of_another_study_kind_is_named_too():
+    cfg = with_ladder(rungs=[10, 20], overrides={"robustness": {"attack_point": 40}})
+    assert_rejected(
+        cfg, SCHEMA, "studies.margin.scale.overrides.robustness.attack_point", "unknown key"
+    )
+
+
 def test_width_multiplier_scales_every_conv_and_dense_width():
     import torch
 

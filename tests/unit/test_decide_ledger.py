@@ -8,7 +8,14 @@ import math
 
 import pandas as pd
 import pytest
-from claims_fixtures import default_config, fa_margin_gradient, fa_scaling, fa_summary, write
+from claims_fixtures import (
+    default_config,
+    fa_curve,
+    fa_margin_gradient,
+    fa_scaling,
+    fa_summary,
+    write,
+)
 
 from ibrobust.decide.looks import (
     DECIDE_COLUMNS,
@@ -29,13 +36,15 @@ from ibrobust.ledger.table import COLUMNS, evaluate_study, study_outputs
 FA = ("fa", "figures/summary.csv")  # as tests/unit/test_claims.py names them
 FA_SCALING = ("fa", "figures/critical_radius_scaling.csv")
 FA_MARGIN = ("fa", "figures/margin_gradient_summary.csv")
+FA_CURVE = ("fa", "figures/robust_accuracy_vs_radius.csv")
 LOOKS = [{"fa.seeds": 2, "fa.scaling.seeds": 2}, {"fa.seeds": 3, "fa.scaling.seeds": 2}]
 
 
-def _fa(tmp_path, summary):
+def _fa(tmp_path, summary, curve=None):
     cfg = default_config()
+    curve = fa_curve() if curve is None else curve
     for (study, rel), df in {FA: summary, FA_SCALING: fa_scaling(),
-                             FA_MARGIN: fa_margin_gradient()}.items():  # fmt: skip
+                             FA_MARGIN: fa_margin_gradient(), FA_CURVE: curve}.items():  # fmt: skip
         write(tmp_path, study, rel, df)
     return next(so for so in study_outputs(cfg, tmp_path) if so.ctx.name == "fa")
 
@@ -60,7 +69,8 @@ def test_each_look_at_its_spent_level_and_the_first_rebuilt_from_its_units(tmp_p
                      universal=(10.0, 10.0), clean=(1.0, 1.0), fa_binary=(0.95, 0.97),
                      other_class=(0.05, 0.06), fa_multi=(0.05, 0.06),
                      cosine_binary=(0.44, 0.45))  # fmt: skip
-    first = _by_id(evaluate_study(_fa(tmp_path / "two", two), spend.level_at(1)))
+    first = _by_id(evaluate_study(_fa(tmp_path / "two", two, fa_curve(zero=(9.0, 9.5))),
+                                  spend.level_at(1)))  # fmt: skip
     rec = [r for r in records if r["id"] == "fa.binary_radius" and r["look"] == 1]
     assert len(rec) == 1 and rec[0]["n"] == 2 and rec[0]["units"] == "2 seeds"
     f = first[("fa.binary_radius", "clusters_d1000 (d=1000, k=10)")]
@@ -109,3 +119,21 @@ def test_deciding_look_and_job_cpu():
     assert deciding_look(["does not hold", "holds weaker"]) == 2
     line = "2026-01-01 00:00:00 INFO x: phases wall=3.1 cpu=2.5 startup=1.0 data=0.1\n"
     assert job_cpu("start x\n" + line) == 2.5 and job_cpu("no phases here") is None
+
+
+def test_measured_cpu_is_split_by_the_study_in_each_job_logs_path():
+    from ibrobust.decide.tables import cpu_by_study, look_summary
+
+    jobs = [
+        ("results/logs/train/fa/clusters/two_layer/gd/binary/seed3.log", 10.0),
+        ("results/logs/attack/fa/clusters/x/seed3.log", 2.5),
+        ("results/logs/train/prelu/p/seed2.log", 4.0),
+        ("results/logs/dataset/clusters/seed3.log", 1.0),  # a dataset: no study
+        ("results/logs/figures/fa/fa.log", None),  # no phases line: not counted
+    ]
+    by = cpu_by_study(jobs, ["fa", "prelu", "margin"])
+    assert by == {"fa": 12.5, "prelu": 4.0, "shared": 1.0}
+    ledger = pd.DataFrame({"verdict": ["holds"], "fragile": [False]})
+    text = look_summary(ledger, ledger, {"fa": 11.0, "prelu": 3.0}, by)
+    assert "measured (the jobs' own records since the plan): 18" in text
+    assert "| fa | 11 | 12 |" in text and "| shared | - | 1 |" in text

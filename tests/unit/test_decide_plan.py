@@ -198,3 +198,19 @@ def test_plan_settings_reject_bad_values():
                     ({"target": 1.0}, "target")):  # fmt: skip
         with pytest.raises(ValueError, match=key):
             PlanSettings(**kw)
+
+
+def test_the_printed_apply_command_parses_as_the_decide_target_with_the_plan():
+    # `--configfile` takes every word after it: with the target last, Snakemake reads a config
+    # file named "decide" and fails (the README once printed it so)
+    import shlex
+
+    from snakemake.cli import get_argument_parser
+
+    from ibrobust.decide.tables import apply_command
+
+    args = get_argument_parser().parse_args(shlex.split(apply_command("x/plan.yaml"))[1:])
+    assert args.targets == ["decide"]
+    assert [str(p) for p in args.configfile] == ["x/plan.yaml"]
+    wrong = get_argument_parser().parse_args(["--configfile", "x/plan.yaml", "decide"])
+    assert [str(p) for p in wrong.configfile] == ["x/plan.yaml", "decide"]  # the trap itself

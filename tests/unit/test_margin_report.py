@@ -166,7 +166,7 @@ def test_claims_on_the_summary_and_points_of_two_runs():
     assert got["margin.normalized_grows"] == "NotRun: no run with two or more distinct x values"
     assert got["margin.epochs_to_threshold"].startswith("NotRun: no checkpoint at the paper's")
     assert got["margin.smoothed_monotone"].startswith("NotApplicable: the study trains no")
-    assert got["margin.smoothed_monotone_sgd"].values == (0.0, 0.0)
+    assert "margin.smoothed_monotone_sgd" not in got  # an observation, not a claim
     assert got["margin.loss_rate"].startswith("NotApplicable: the study trains no constant-step")
     assert got["margin.kkt_residual_falls"] == "NotRun: the summary has no 'kkt_residual'"
     # l2 grid top 2: the area rises by (2 - 1) / 2 / 10 for each point that moved from
@@ -220,7 +220,7 @@ def test_claims_on_the_outputs_of_both_schedules(tmp_path):
             got[c.id] = None
     assert set(got) == {
         "margin.epochs_to_threshold", "margin.loss_below_float64", "margin.normalized_grows", "margin.smoothed_monotone",
-        "margin.smoothed_monotone_sgd", "margin.loss_rate", "margin.norm_rate",
+        "margin.loss_rate", "margin.norm_rate",
         "margin.kkt_residual_falls", "margin.constant_lr_stalls", "margin.robust_rises_train",
         "margin.robust_rises_test", "margin.certificate",
     }  # fmt: skip
@@ -228,7 +228,6 @@ def test_claims_on_the_outputs_of_both_schedules(tmp_path):
     # epochs 2 and 5 at the table's -10 and -20 (38 and 107 epochs): the geometric mean
     ratio = math.sqrt(2 / 38 * 5 / 107)
     assert got["margin.epochs_to_threshold"].values == pytest.approx((ratio, ratio))
-    assert got["margin.smoothed_monotone_sgd"].values == (0.0, 0.0)
     # the constant-step runs: seed 1's smoothed margin dips once in its logged steps
     n_after = len(constant["r1"][0]) - 11  # logged steps after the fit at step 100
     assert got["margin.smoothed_monotone"].values == pytest.approx((0.0, 1 / n_after))

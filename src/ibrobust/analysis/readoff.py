@@ -64,3 +64,30 @@ def first_crossing_bracket(
         raise ValueError(f"{step} is not one of the evaluated steps")
     before = s[s < step]
     return (float(before[-1]) if before.size else min(float(start), float(step)), float(step))
+
+
+def pooled_slope_bracket(
+    x: Sequence[float], lo: Sequence[float], hi: Sequence[float], groups: Sequence | None = None
+) -> tuple[float, float]:
+    """The least and the greatest least-squares slope of y on x (with ``groups``: an
+    intercept per group, the within estimator of :func:`ibrobust.claims.intervals.
+    slope_interval`) over every y with lo_i <= y_i <= hi_i. The slope is linear in y,
+    sum_i w_i y_i with w_i = xc_i / sum_j xc_j^2 (x centred per group), so its extremes put
+    each y_i at the end its weight's sign picks (exact, not a bound). ValueError without two
+    distinct x in some group."""
+    xs = np.asarray(x, dtype=float)
+    ylo, yhi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    if not xs.shape == ylo.shape == yhi.shape or bool((ylo > yhi).any()):
+        raise ValueError("pooled_slope_bracket needs x, lo <= hi of one shape")
+    g = np.zeros(xs.size, int) if groups is None else np.unique(groups, return_inverse=True)[1]
+    xc = xs.copy()
+    for k in np.unique(g):
+        xc[g == k] -= xs[g == k].mean()
+    sxx = float((xc * xc).sum())
+    if sxx == 0:
+        raise ValueError("pooled_slope_bracket needs two distinct x values in some group")
+    w = xc / sxx
+    with np.errstate(invalid="ignore"):  # 0 * inf (a weight of 0 on an unbounded end)
+        top = np.where(w > 0, w * yhi, np.where(w < 0, w * ylo, 0.0))
+        bottom = np.where(w > 0, w * ylo, np.where(w < 0, w * yhi, 0.0))
+    return float(bottom.sum()), float(top.sum())

@@ -175,14 +175,15 @@ class Measurement:
 
     def ci(self, level: float = LEVEL) -> Interval | None:
         """The interval the verdict is decided on (None: one unit and no other method),
-        widened by the read-off brackets (:attr:`readoff`); a per-cell measurement has one
+        widened by the read-off brackets (:attr:`readoff`; zero-width brackets, values known
+        exactly, leave it as it is); a per-cell measurement has one
         per cell (:func:`ibrobust.claims.forms.judge`)."""
         if self.kind == CELLS:
             raise ValueError("a per-cell measurement has one interval per cell, not one")
         iv = self._given(level) if self.interval is not None else None
         if self.interval is None:
             iv = t_interval(self.values, self.unit, level)
-        if iv is not None and self.brackets is not None:
+        if iv is not None and self.brackets is not None and self.readoff != (0.0, 0.0):
             iv = widened(iv, *self.readoff, self.resolution)
         if iv is not None and self.lower_bound:
             iv = censored(iv)

@@ -29,6 +29,7 @@ def load_schema(path: str | Path) -> dict:
             schema["definitions"][f"{reg.what}_{kind}"] = definition = reg.schema(kind)
             if reg is kinds.STUDIES:  # every study kind may climb a scale ladder
                 definition["properties"]["scale"] = {"$ref": "#/definitions/scale"}
+                definition["properties"]["claims"] = {"$ref": "#/definitions/study_claims"}
             entry["allOf"].append(
                 {
                     "if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},

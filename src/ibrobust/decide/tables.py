@@ -5,11 +5,33 @@ verdict counts). Pure functions of the tables."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import pandas as pd
 
 from ibrobust.decide.planner import Plan
+
+
+def cpu_by_study(jobs: Iterable[tuple[str, float | None]], studies: Iterable[str]) -> dict:
+    """CPU-s per study of ``(log path, CPU-s)`` pairs: a job log lies at
+    ``results/logs/<rule>/<study>/...`` (else it is ``shared``: datasets, ledgers)."""
+    names, out = set(studies), {}
+    for path, cpu in jobs:
+        if cpu is None:
+            continue
+        parts = Path(path).parts
+        at = parts.index("logs") + 2 if "logs" in parts else len(parts)
+        study = parts[at] if at < len(parts) - 1 and parts[at] in names else "shared"
+        out[study] = out.get(study, 0.0) + cpu
+    return out
+
+
+def apply_command(plan_yaml: str) -> str:
+    """The command that applies a plan: the target before ``--configfile``, which takes
+    every word after it as a config file (``--configfile plan.yaml decide`` reads a config
+    file named ``decide``)."""
+    return f"snakemake decide --configfile {plan_yaml}"
 
 
 def _n(v, fmt: str = "{:.0f}") -> str:
@@ -63,9 +85,10 @@ def look_summary(
     before: pd.DataFrame,
     after: pd.DataFrame,
     predicted: Mapping[str, float],
-    measured: float | None,
+    measured: Mapping[str, float] | None,
 ) -> str:
-    """A look's outcome: predicted (per study) and measured CPU-s, verdicts before and
+    """A look's outcome: predicted and measured CPU-s per study (``measured``: from
+    :func:`cpu_by_study`; None: no plan to date the look's jobs by), verdicts before and
     after, inconclusive and fragile rows left."""
 
     def counts(df: pd.DataFrame) -> str:
@@ -75,14 +98,31 @@ def look_summary(
     def fragile(df: pd.DataFrame) -> int:
         return int(df.fragile.astype(str).str.lower().eq("true").sum())
 
+    total = None if measured is None else sum(measured.values())
     lines = [
         "# snakemake decide: the look",
         "",
         f"Predicted CPU-s (the plans): {sum(predicted.values()):,.0f} "
         f"({', '.join(f'{s} {v:,.0f}' for s, v in predicted.items()) or 'none'}); measured "
         f"(the jobs' own records since the plan): "
-        f"{'-' if measured is None else f'{measured:,.0f}'}.",
+        f"{'-' if total is None else f'{total:,.0f}'}.",
         "",
+    ]
+    if measured is not None:
+        lines += [
+            "| study | predicted CPU-s | measured CPU-s |",
+            "|---|---|---|",
+            *(
+                f"| {s} | {_n(predicted.get(s))} | {_n(measured.get(s))} |"
+                for s in [*predicted, *(s for s in measured if s not in predicted)]
+            ),
+            "",
+            "Measured counts every job the look ran: for a study never built before, its "
+            "first units too (the plan prices only the units it adds); `shared` is the "
+            "datasets and other jobs of no one study.",
+            "",
+        ]
+    lines += [
         f"Before: {counts(before)}; fragile {fragile(before)}.",
         f"After: {counts(after)}; fragile {fragile(after)}.",
         "",

@@ -185,16 +185,40 @@ def evaluate_study(
 ) -> list[dict]:
     """Ledger rows of one study (every claim of its kind, in declaration order); verdicts
     on ``level`` intervals. ``sources``: the study's sources already loaded (e.g. cut to
-    the units of an earlier look, ibrobust.decide.looks) instead of read from the files."""
+    the units of an earlier look, ibrobust.decide.looks) instead of read from the files.
+    A study whose config names the claims it is designed to judge (``claims``) has every
+    other claim of its kind "not applicable" (:func:`one_verdict_per_claim` then lists it
+    where another study judges it)."""
     module = CLAIMS[so.kind]
     study = so.ctx.name
     claims = module.claims(so.ctx)
+    designed = so.ctx.config.get("claims")  # None: every claim of the kind
+    if designed is not None:
+        unknown = sorted(set(designed) - {c.id for c in claims})
+        if unknown:
+            raise SummaryError(
+                f"config key studies.{study}.claims: {unknown} are not claims of study kind "
+                f"{so.kind!r} (its claims: {sorted({c.id for c in claims})})"
+            )
+    designed_why = (
+        f"the study is designed to judge {', '.join(designed)} only (studies.{study}.claims)"
+        if designed is not None
+        else None
+    )
     if not so.enabled:
-        return [_row(study, c, level, verdict=NOT_RUN, reason=so.skipped) for c in claims]
+        return [
+            _row(study, c, level, verdict=NOT_APPLICABLE, reason=designed_why)
+            if designed is not None and c.id not in designed
+            else _row(study, c, level, verdict=NOT_RUN, reason=so.skipped)
+            for c in claims
+        ]
     loaded, absent = _load_sources(so, module.SOURCES, sources)
     rows = []
     for c in claims:
-        why_not = c.not_applicable(so.ctx) if c.not_applicable is not None else None
+        if designed is not None and c.id not in designed:
+            why_not = designed_why
+        else:
+            why_not = c.not_applicable(so.ctx) if c.not_applicable is not None else None
         if why_not is not None:
             rows.append(_row(study, c, level, verdict=NOT_APPLICABLE, reason=why_not))
             continue

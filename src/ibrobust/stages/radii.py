@@ -17,6 +17,7 @@ import torch
 from ibrobust.attacks.bisection import (
     bisect_radii,
     crossing_bracket,
+    crossing_cell,
     grid_brackets,
     worst_case_oracle,
 )
@@ -25,6 +26,10 @@ from ibrobust.data.dataset import Dataset
 from ibrobust.models.readout import with_readout
 from ibrobust.models.registry import load_model
 from ibrobust.stages.robustness import attack_points
+
+# which points :func:`refine_radii` bisects: every point (per-point radii for their
+# quantiles) or only those of the crossing's grid cell (the critical radius alone, cheaper)
+POINTS_BISECTED = ("all", "crossing")
 
 
 def refine_radii(
@@ -39,10 +44,13 @@ def refine_radii(
     level: float = 0.5,
     readout: str = "sum",
     where: str = "data",
+    points_bisected: str = "all",
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """(per-point table, summary) of the saved model ``state`` on ``data``'s first ``points``
     test points: per point its grid cell (grid_lo, grid_hi] and its bisected bracket
-    (lo, hi] (hi - lo <= ``tolerance``; hi = inf: never flipped on the grid); the summary
+    (lo, hi] (hi - lo <= ``tolerance``; hi = inf: never flipped on the grid; with
+    ``points_bisected`` "crossing" only the points of the crossing's grid cell are bisected,
+    :func:`~ibrobust.attacks.bisection.crossing_cell`, the others keep their cell); the summary
     holds the critical radius (the ``level`` crossing, :func:`crossing_bracket`) from the
     grid cells and from the bisection, the grid's worst-case robust accuracy per radius (to
     check against the attack job's table) and quantiles of the per-point radii. On the CPU
@@ -58,7 +66,23 @@ def refine_radii(
     )
     grid_lo, grid_hi = grid_brackets(masks, radii)
     oracle = worst_case_oracle(model, test.x, test.y, test.fine, attacks, ctx, gen)
-    lo, hi = bisect_radii(oracle, grid_lo, grid_hi, tolerance)
+    if points_bisected not in POINTS_BISECTED:
+        raise ValueError(
+            f"points_bisected must be one of {POINTS_BISECTED}, got {points_bisected!r}"
+        )
+    todo = (
+        crossing_cell(grid_lo, grid_hi, level)
+        if points_bisected == "crossing"
+        else torch.ones(grid_lo.numel(), dtype=torch.bool)
+    )
+    lo, hi = grid_lo.clone(), grid_hi.clone()
+    if bool(todo.any()):
+        idx = todo.nonzero().flatten()
+
+        def sub_oracle(j: torch.Tensor, eps: float) -> torch.Tensor:
+            return oracle(idx[j], eps)
+
+        lo[idx], hi[idx] = bisect_radii(sub_oracle, grid_lo[idx], grid_hi[idx], tolerance)
     per_point = pd.DataFrame(
         {
             "point": range(len(test)),
@@ -69,15 +93,22 @@ def refine_radii(
             "hi": hi.numpy(),
         }
     )
-    summary = _summary(table, grid_lo, grid_hi, lo, hi, level)
-    summary.update(tolerance=tolerance, readout=readout, attacks=list(attacks), radii=list(radii))
+    summary = _summary(table, grid_lo, grid_hi, lo, hi, level, todo)
+    summary.update(
+        tolerance=tolerance, readout=readout, attacks=list(attacks), radii=list(radii),
+        points_bisected=points_bisected, bisected=int(todo.sum()),
+    )  # fmt: skip
     return per_point, summary
 
 
-def _summary(table, grid_lo, grid_hi, lo, hi, level: float) -> dict[str, Any]:
-    """The run's refined critical radius, its grid cell, and the per-point radii's spread."""
+def _summary(table, grid_lo, grid_hi, lo, hi, level: float, todo) -> dict[str, Any]:
+    """The run's refined critical radius, its grid cell, and the per-point radii's spread
+    (the widest bracket over the bisected points ``todo``; the radii's quantiles and mean
+    only where every point was bisected, NaN else: the others are grid cells)."""
     grid, fine = crossing_bracket(grid_lo, grid_hi, level), crossing_bracket(lo, hi, level)
-    finite = hi[torch.isfinite(hi)]
+    every = bool(todo.all())
+    finite = hi[torch.isfinite(hi)] if every else hi[:0]
+    bisected = (hi - lo)[todo & torch.isfinite(hi)]
     qs = (0.1, 0.25, 0.5, 0.75, 0.9)
     worst = table[table.attack == "worst"].sort_values("eps")
     summary: dict[str, Any] = {
@@ -90,7 +121,7 @@ def _summary(table, grid_lo, grid_hi, lo, hi, level: float) -> dict[str, Any]:
         "grid_critical_radius_hi": grid.hi,
         "censored_points": int((~torch.isfinite(hi)).sum()),
         "flipped_clean": int((hi == 0).sum()),
-        "widest_bracket": float((hi - lo)[torch.isfinite(hi)].max()) if finite.numel() else 0.0,
+        "widest_bracket": float(bisected.max()) if bisected.numel() else 0.0,
         "radius_quantiles": {
             str(q): float(torch.quantile(finite, q)) if finite.numel() else float("nan") for q in qs
         },

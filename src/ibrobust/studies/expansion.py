@@ -158,6 +158,7 @@ def expand_scale(cfg: dict, schema: dict) -> dict:
                 f"config key {where}.key: {sc['key']!r} is not a setting of {reg.what} kind "
                 f"{entry['kind']!r}"
             )
+        _check_overrides(block, sc["overrides"], schema, where)
         for i, v in enumerate(sc["rungs"]):
             variant = dict(entry, **{sc["key"]: typed(entry, sc["key"], v, section)})
             if variant == entry and not sc["overrides"]:
@@ -186,6 +187,50 @@ def _check_variant(entry: dict, schema: dict, reg: kinds.Registry, where: str) -
     if errors:
         raise ConfigError(f"config key {where}: {errors[0].message}")
     reg.check_entry(entry, where)
+
+
+def _check_overrides(block: dict, overrides: Mapping, schema: dict, where: str) -> None:
+    """A ladder's ``overrides`` are keys of its study: the study block with them applied is
+    checked against its study kind's schema in ``schema``. ConfigError at the first problem,
+    naming its key under ``<where>.overrides`` (an unknown key, at any depth, by its own
+    path; the schema's ``overrides: {type: object}`` alone would take any key silently)."""
+    if not overrides:
+        return
+    if "scale" in overrides:
+        raise ConfigError(f"config key {where}.overrides.scale: a rung climbs no ladder of its own")
+    rung = _merged(block, overrides)
+    definition = {**schema, "$ref": f"#/definitions/{kinds.STUDIES.what}_{block['kind']}"}
+    errors = jsonschema.Draft7Validator(definition).iter_errors(rung)
+    for e in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+        path = list(e.absolute_path)
+        what = e.message
+        if e.validator == "additionalProperties":
+            allowed = sorted(e.schema.get("properties", {}))
+            extra = [k for k in e.instance if k not in allowed]
+            path.append(next((k for k in extra if _inside(overrides, [*path, k])), extra[0]))
+            what = f"unknown key (allowed: {allowed})"
+        if _inside(overrides, path):
+            raise ConfigError(f"config key {where}.overrides{_suffix(path)}: {what}")
+        raise ConfigError(  # an override that breaks a key it does not name (e.g. kind)
+            f"config key {where}.overrides: the rung study's {_suffix(path)[1:] or 'block'}: {what}"
+        )
+
+
+def _inside(overrides: Mapping, path: list) -> bool:
+    """``path`` (below a study block) is a key the overrides write, or lies below one."""
+    node: Any = overrides
+    for part in path:
+        if not isinstance(node, Mapping):
+            return True  # below a value the overrides replace whole (a list, a block)
+        if part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _suffix(path: list) -> str:
+    """``["cnn", "eps", 0]`` -> ``.cnn.eps[0]``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
 def _merged(block: dict, overrides: Mapping) -> dict:

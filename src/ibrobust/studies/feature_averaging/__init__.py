@@ -6,9 +6,8 @@ dataset keys (``scaling.sweeps``: the datasets ``<base>@<key>=<value>``, attack 
 ``scaling``).
 Rules: ``rules/fa.smk`` (+ the generic network rules).
 
-The study's code is this package: its planning and checks (here), :mod:`.claims` (the claims
-are ``claims.yaml``; their measures :mod:`.measures`, what they read from the configuration
-:mod:`.claim_context`), :mod:`.scaling` (the sweeps' table and slopes), :mod:`.tables` (the
+The study's code is this package: its planning and checks (here), :mod:`.claims` (+
+:mod:`.claims_scaling`), :mod:`.scaling` (the sweeps' table and slopes), :mod:`.tables` (the
 summary table), :mod:`.plots` (its figures) and :mod:`.margin_gradient_figure`. The math it reads is shared:
 :mod:`ibrobust.analysis.decomposition`, :mod:`~ibrobust.analysis.cosines`,
 :mod:`~ibrobust.analysis.margin_gradient`, :mod:`~ibrobust.analysis.robustness`."""
@@ -114,6 +113,24 @@ def attack_runs(cfg: dict, study: str, grid: str) -> list[dict[str, Any]]:
     return plan.with_readouts(cfg, study, runs)
 
 
+WORST = "worst"  # the worst case over a grid's attacks (the attack tables' name for it)
+
+
+def refined_runs(cfg: dict, study: str, grid: str) -> list[dict[str, Any]]:
+    """The fa_refine jobs of one attack grid (``refine.radii``): the grid's 2-class trained
+    runs, once per critical radius refined on it (key ``radius``: worst or an attack)."""
+    ref = cfg["studies"][study].get("refine")
+    names = (ref or {}).get("radii", {}).get(grid) or []
+    models = set(cfg["studies"][study]["models"])
+    runs = [
+        {k: v for k, v in r.items() if k != "readout"}
+        for r in attack_runs(cfg, study, grid)
+        if r["supervision"] == "binary" and r["model"] in models
+    ]
+    runs = [dict(t) for t in dict.fromkeys(tuple(r.items()) for r in runs)]  # one per readout
+    return [dict(r, grid=grid, radius=name) for r in runs for name in names]
+
+
 def figures(cfg: dict, st: dict) -> list[str]:
     names = ["cosine_heatmaps", "robust_accuracy_vs_radius", "margin_gradient"]
     if decomposed(cfg, st):
@@ -142,6 +159,22 @@ def check(cfg: dict, st: dict, where: str) -> None:
     check_attacks(cfg, st, where, st["datasets"])
     if st.get("scaling") is not None:
         _check_scaling(cfg, st["scaling"], f"{where}.scaling")
+    if st.get("refine") is not None:
+        _check_refine(st, f"{where}.refine")
+
+
+def _check_refine(st: dict, where: str) -> None:
+    """Each refined radius is the worst case or one of the study's attacks, on a grid the
+    study has (scaling only with a scaling sweep)."""
+    for grid, names in st["refine"]["radii"].items():
+        if grid == "scaling" and st.get("scaling") is None:
+            raise ConfigError(f"config key {where}.radii.scaling: the study has no scaling sweep")
+        for i, name in enumerate(names):
+            if name != WORST and name not in st["attacks"]:
+                raise ConfigError(
+                    f"config key {where}.radii.{grid}[{i}]: {name!r} is neither {WORST!r} nor "
+                    f"one of the study's attacks {list(st['attacks'])}"
+                )
 
 
 def _check_scaling(cfg: dict, sc: dict, where: str) -> None:

@@ -1,18 +1,17 @@
-"""What the claims of Study FA measure (``claims.yaml`` beside this module declares them,
-read by :mod:`ibrobust.claims.declared`): the files read and their column mapping
-(:data:`SOURCES`, the one place to adapt), the rows a claim selects, and per claim one value
-per seed (:data:`MEASURES`, the names the file calls). Our numbers come from
+"""What the claims of Study FA measure (:mod:`ibrobust.studies.feature_averaging.claims`
+declares them): the files read and their column mapping (:data:`SOURCES`, the one place to
+adapt), the rows a claim selects, and per claim one value per seed. Our numbers come from
 ``results/<study>/figures/summary.csv`` (one row per run, readout and seed; fa_index /
-residual_max only with two-layer nets) and ``critical_radius_scaling.csv``.
+residual_max only with two-layer nets), ``robust_accuracy_vs_radius.csv`` (every run's
+robust-accuracy curve over the radius grid) and ``critical_radius_scaling.csv`` (the scaling
+sweep).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import replace
 
-import numpy as np
 import pandas as pd
 
 from ibrobust.claims.core import (
@@ -23,11 +22,20 @@ from ibrobust.claims.core import (
     Source,
     StudyContext,
     not_above,
-    pooled_slope,
-    trend,
 )
 from ibrobust.claims.measurement import one_per_run
 from ibrobust.kinds import MODELS, OPTIMIZERS, trainer
+from ibrobust.studies.feature_averaging.radius_readoff import (  # noqa: F401  (re-exported)
+    ReadOff,
+    falls_to,
+    grid_max,
+    points_of,
+    radius_measurement,
+    ratio_brackets,
+    read_off,
+    resolution_text,
+)
+from ibrobust.studies.feature_averaging.tables import HI, LO, REFINED
 
 # ---- column mapping (summary.csv) ----
 SETTING = "setting"  # binary | multiclass | the reference's label
@@ -38,6 +46,12 @@ GRAM_PATH = "gram_gd"  # the training path that keeps W(t) in W(0) + span{x_i} (
 READOUT = "readout"  # optional: the binary readout of the row (absent: LEGACY_READOUT)
 LEGACY_READOUT = "sum"  # what the attack jobs used before readouts were a study list
 ATTACKS = ("pgd_margin", "pgd_ce", "universal")
+REFERENCE_KIND = "robust_reference"  # the reference net's model kind (the curve's model_kind)
+# docs/studies/README.md, rule P3: "nearly zero" (robust accuracy) read as at most 0.1
+NEAR_ZERO = 0.1
+# the lambda-decomposition columns the scaling sweep's table carries per run when the sweep's
+# nets are decomposed (final checkpoint): the d-trend claims read them
+SWEEP_LAMBDA_COLUMNS = ("fa_index", "other_class_ratio", "decoupling_ratio")
 
 
 def radius_col(attack: str) -> str:
@@ -54,12 +68,21 @@ SOURCES: dict[str, Source] = {
             Column("clean_acc", lo=0, hi=1),
             Column(WORST, lo=0, nan_ok=True),  # NaN: never fell to 50 % on the grid
             *(Column(radius_col(a), lo=0, nan_ok=True, required=False) for a in ATTACKS),
+            # read-off brackets and refined radii (tables.LO / HI / REFINED; NaN: censored,
+            # or not refined)
+            *(
+                Column(radius_col(a) + end, lo=0, nan_ok=True, required=False)
+                for a in ("worst", *ATTACKS)
+                for end in (LO, HI, REFINED)
+            ),
             Column("fa_index", lo=0, hi=1, nan_ok=True, required=False),
             Column("other_class_ratio", lo=0, nan_ok=True, required=False),
             Column("other_class_slope", nan_ok=True, required=False),
             Column("residual_max", lo=0, nan_ok=True, required=False),
             Column("cosine_same_class_mean", lo=-1, hi=1, nan_ok=True),
             Column("n_points", lo=1, nan_ok=True, required=False),
+            # the k-class nets' argmax accuracy on the k cluster labels (test.fine_acc)
+            Column("fine_acc", lo=0, hi=1, nan_ok=True, required=False),
         ),
         checks=(not_above(WORST, [radius_col(a) for a in ATTACKS], nan_is_inf=True),),
         built_by="the study's target (and the default target)",
@@ -72,8 +95,23 @@ SOURCES: dict[str, Source] = {
             Column("d", lo=1),
             Column("k", lo=2),
             Column("critical_radius", lo=0, nan_ok=True),
+            *(Column(c, lo=0, nan_ok=True, required=False) for c in SWEEP_LAMBDA_COLUMNS),
+            *(
+                Column("critical_radius" + end, lo=0, nan_ok=True, required=False)
+                for end in (LO, HI, REFINED)
+            ),
         ),
         built_by="the study's target when the study has a scaling sweep",
+    ),
+    "curve": Source(
+        path="figures/robust_accuracy_vs_radius.csv",
+        keys={"dataset": None, "attack": None, "supervision": (BINARY, MULTICLASS)},
+        numeric=(
+            Column("seed", lo=0),
+            Column("eps", lo=0),
+            Column("robust_acc", lo=0, hi=1),
+        ),
+        built_by="the study's target (and the default target)",
     ),
     "margin_gradient": Source(
         path="figures/margin_gradient_summary.csv",
@@ -114,39 +152,76 @@ def rows(df: pd.DataFrame, dataset: str, setting: str, readout: str | None = Non
     return sel.set_index("seed").sort_index()
 
 
-def grid_max(ctx: StudyContext) -> float:
-    return float(max(ctx.config["radii"]))
-
-
-def radii(sel: pd.DataFrame, col: str, ctx: StudyContext) -> tuple[pd.Series, bool]:
-    """A critical-radius column with NaN (never fell to 50 %) replaced by the top of the
-    radius grid, and whether any was (the values are then lower bounds)."""
-    v = sel[col]
-    return v.fillna(grid_max(ctx)), bool(v.isna().any())
-
-
 def d_and_k(ctx: StudyContext, dataset: str) -> tuple[int, int]:
     ds = ctx.datasets[dataset]
     return int(ds["d"]), int(ds["k"])
 
 
 # ---- measurements --------------------------------------------------------------------------
-def points_of(*sels: pd.DataFrame) -> int | None:
-    """Test points each seed's robustness is measured on: the attack jobs' measured count
-    (the summary's ``n_points``, the fewest over the rows), not the config's attack_points
-    (a dataset with fewer test points attacks fewer); None for a summary without it."""
-    counts = [s["n_points"] for s in sels if "n_points" in s]
-    if len(counts) < len(sels) or any(c.isna().any() for c in counts):
-        return None
-    return int(min(c.min() for c in counts))
-
-
 def binary_over_theory(dataset: str):
+    """Per 2-class seed: the 50 % critical radius (worst case over attacks) / sqrt(d/k), with
+    its read-off bracket (the measure fa.binary_radius used before it read the near-zero
+    radius; benchmarks/fa_rate_stop_table.py tabulates the recorded sweep with it)."""
+
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         d, k = d_and_k(ctx, dataset)
         sel = rows(src["summary"], dataset, BINARY)
-        r, cens = radii(sel, WORST, ctx)
-        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(sel))
+        return radius_measurement(sel, WORST, ctx, math.sqrt(d / k))
+
+    return compute
+
+
+def near_zero_radius(dataset: str):
+    """Per 2-class seed: the radius at which the worst case over attacks leaves at most
+    :data:`NEAR_ZERO` of the test points robust (``robust_accuracy_vs_radius.csv``, attack
+    ``worst``), over sqrt(d/k), with the radius grid's bracket as its read-off resolution; a
+    curve that never falls that far is censored at the grid's top (a lower bound)."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        d, k = d_and_k(ctx, dataset)
+        df = src["curve"]
+        sel = df[(df["dataset"] == dataset) & (df["supervision"] == BINARY)]
+        sel = sel[sel["attack"] == "worst"]
+        if "model_kind" in sel:
+            sel = sel[sel["model_kind"] != REFERENCE_KIND]
+        if sel.empty:
+            raise NotRun(f"no 2-class worst-case robust-accuracy curve for {dataset}")
+        if READOUT in sel:  # a 2-class net has one score: every readout's curve is the same
+            sel = sel[sel[READOUT] == sel[READOUT].iloc[0]]
+        scale, top = math.sqrt(d / k), grid_max(ctx)
+        vals, brackets, labels, cens = [], [], [], False
+        for seed, g in sel.groupby("seed", sort=True):
+            r, lo, hi = falls_to(g["eps"], g["robust_acc"], NEAR_ZERO)
+            if not math.isfinite(r):
+                r = lo = hi = top
+                cens = True
+            vals.append(r / scale)
+            brackets.append((lo / scale, hi / scale))
+            labels.append(f"seed {int(seed)}")
+        points = int(sel["n"].min()) if "n" in sel and sel["n"].notna().all() else None
+        return Measurement(
+            tuple(vals), lower_bound=cens, labels=tuple(labels), brackets=tuple(brackets),
+            resolution="the radius grid: each seed's crossing lies between two grid radii",
+            points=points,
+        )  # fmt: skip
+
+    return compute
+
+
+def kclass_clean_accuracy(dataset: str):
+    """Per k-class seed: the argmax accuracy on the k cluster labels (``fine_acc``)."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        df = src["summary"]
+        if "fine_acc" not in df or df["fine_acc"].isna().all():
+            raise NotRun(
+                "the summary has no 'fine_acc' (the k-class nets' argmax accuracy on the "
+                "cluster labels): each k-class run's metrics.json records it (test.fine_acc), "
+                "the summary table does not carry it yet; judging it takes that column in "
+                "summary.csv (the figures job, seconds; no retraining)"
+            )
+        sel = rows(df, dataset, MULTICLASS, readouts_of(ctx)[0])
+        return Measurement(tuple(sel["fine_acc"]), points=points_of(sel))
 
     return compute
 
@@ -155,17 +230,19 @@ def kclass_over_binary(dataset: str, readout: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         bsel = rows(src["summary"], dataset, BINARY)
         msel = rows(src["summary"], dataset, MULTICLASS, readout)
-        b, cb = radii(bsel, WORST, ctx)
-        m, cm = radii(msel, WORST, ctx)
-        seeds = b.index.intersection(m.index)
+        seeds = bsel.index.intersection(msel.index)
         if seeds.empty:
             raise NotRun(f"no seed with both a binary and a k-class run on {dataset}")
-        note = "2-class radius off the grid (ratio overstated)" if cb else ""
+        b, m = read_off(bsel.loc[seeds], WORST, ctx), read_off(msel.loc[seeds], WORST, ctx)
+        note = "2-class radius off the grid (ratio overstated)" if b.censored else ""
+        # a ratio of two read-off radii lies in [m_lo / b_hi, m_hi / b_lo]
         return Measurement(
-            tuple(m[seeds] / b[seeds]),
-            lower_bound=cm and not cb,
+            tuple(m.values / b.values),
+            lower_bound=m.censored and not b.censored,
             note=note,
             points=points_of(bsel, msel),
+            brackets=ratio_brackets(m.brackets, b.brackets),
+            resolution=f"k-class: {m.resolution}; 2-class: {b.resolution}",
         )
 
     return compute
@@ -175,8 +252,7 @@ def reference_over_sqrt_d(dataset: str):
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         d, _ = d_and_k(ctx, dataset)
         sel = rows(src["summary"], dataset, REFERENCE)
-        r, cens = radii(sel, WORST, ctx)
-        return Measurement(tuple(r / math.sqrt(d)), lower_bound=cens, points=points_of(sel))
+        return radius_measurement(sel, WORST, ctx, math.sqrt(d))
 
     return compute
 
@@ -190,8 +266,7 @@ def universal_over_theory(dataset: str):
         sel = rows(src["summary"], dataset, BINARY)
         if radius_col("universal") not in sel:
             raise NotRun("the universal-direction attack was not run")
-        r, cens = radii(sel, radius_col("universal"), ctx)
-        return Measurement(tuple(r / math.sqrt(d / k)), lower_bound=cens, points=points_of(sel))
+        return radius_measurement(sel, radius_col("universal"), ctx, math.sqrt(d / k))
 
     return compute
 
@@ -260,20 +335,6 @@ def column_of(dataset: str, settings: tuple[str, ...], col: str, scale: float = 
     return compute
 
 
-def other_class_trend(dataset: str):
-    """Per 2-class seed: the slope of the per-checkpoint other-class ratio (max |other-class
-    lambda| / mean same-class lambda, mean over neurons) on log10 GD step over the run's
-    checkpoints (``other_class_slope``): a trend along training, as an o(1) needs."""
-    base = column_of(dataset, (BINARY,), "other_class_slope")
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        m = base(src, ctx)
-        labels = tuple(f"seed {int(s)}" for s in rows(src["summary"], dataset, BINARY).index)
-        return trend(replace(m, labels=labels), "log10 GD step (the run's checkpoints)")
-
-    return compute
-
-
 def first_order_ratio(dataset: str):
     """Per seed: the robust reference's median first-order distance q / ||grad_x q|| over
     the 2-class net's, i.e. the 2-class net's input-gradient norm per unit margin relative to
@@ -297,48 +358,3 @@ def first_order_ratio(dataset: str):
         return Measurement(tuple(fo[REFERENCE][seeds] / fo[BINARY][seeds]))
 
     return compute
-
-
-def scaling_slope(setting: str, key: str = "k"):
-    """The least-squares slope of log(critical radius) on log(``key``) over the sweep, common
-    to the seeds (an intercept per seed; :func:`ibrobust.claims.measurement.pooled_slope`). Values
-    never falling to 50 % on the grid are left out; 2-class nets have one score, so any
-    readout's rows serve."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        df = src["scaling"]
-        df = df[(df["key"] == key) & (df["label"] == setting) & df["critical_radius"].notna()]
-        df = df.drop_duplicates(["seed", "dataset"])
-        if df.empty:
-            raise NotRun(f"no {setting} critical radius in the {key} sweep")
-        m = pooled_slope(
-            np.log(df[key]), np.log(df["critical_radius"]), df["seed"].astype(int).to_numpy(),
-            f"({key}, seed) pairs",
-        )  # fmt: skip
-        return Measurement(
-            m.values, unit=m.unit, interval=m.interval, jackknife=m.jackknife,
-            note=f"{len(m.values)} seeds' slopes {', '.join(f'{v:.3f}' for v in m.values)}",
-        )  # fmt: skip
-
-    return compute
-
-
-def reference_rows(df: pd.DataFrame) -> pd.Series:
-    """The robust reference's rows (shared by every trained net of the study): a cell's
-    ``keep``."""
-    return df[SETTING if SETTING in df else "label"] == REFERENCE
-
-
-MEASURES = {
-    "binary_over_theory": binary_over_theory,
-    "universal_over_theory": universal_over_theory,
-    "reference_over_sqrt_d": reference_over_sqrt_d,
-    "clean_accuracy": clean_accuracy,
-    "column_of": column_of,
-    "other_class_trend": other_class_trend,
-    "span_residual": span_residual,
-    "kclass_over_binary": kclass_over_binary,
-    "first_order_ratio": first_order_ratio,
-    "scaling_slope": scaling_slope,
-    "reference_rows": reference_rows,
-}

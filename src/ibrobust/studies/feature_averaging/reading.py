@@ -1,5 +1,6 @@
 """Where Study FA's claims come from (Li, Pan, Lyu, Li, ICLR 2025: slides and the ITCS 2024
-talk): the scope the source states, and the ledger's readings of its synthetic figure."""
+talk): the scope the source states and the P2 tolerance (no figure of the source is read: its
+synthetic robustness figure is not among the published texts the ledger checks)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,4 @@ def cite(where: str, quote: str, scope: str = SCOPE) -> Citation:
     return Citation(LI_2025, where, quote, scope)
 
 
-# The ledger's reading of the paper's synthetic robustness figure (d = 3072, k = 10):
-# 2-class training 100 % robust to radius ~12, collapse by ~18; 10-class (argmax readout)
-# to ~34, collapse by ~44. The 50 % point of each curve lies between its two readings.
-BINARY_READING = (12.0, 18.0)
-KCLASS_READING = (34.0, 44.0)
-PAPER_D, PAPER_K = 3072, 10
 TOL = 0.10  # docs/studies/README.md, rule P2: a single number or a theory's constant, +-10 %

@@ -8,12 +8,13 @@ readout). Theory lines: sqrt(d/k) (2-class GD, Li et al.), sqrt(d)/2 and sqrt(d/
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ibrobust.analysis.robustness import critical_radius
+from ibrobust.studies.feature_averaging.tables import HI, LO, REFINED, radius_bracket
 
 RUN = ["dataset", "model", "optimizer", "supervision", "seed", "readout"]
 
@@ -23,16 +24,24 @@ def scaling_table(
     datasets: Mapping[str, Mapping],
     sweeps: Mapping[str, list[str]],
     model_labels: Mapping[str, str | None],
+    refined: Sequence[Mapping] = (),
 ) -> pd.DataFrame:
     """One row per (swept key, run, readout): the value of the key, d, k, the critical
-    radius and the theory lines. ``curves``: tidy attack tables (``RUN`` + attack, eps,
-    robust_acc); ``sweeps``: key -> the datasets of its values (a dataset may be in several
-    sweeps, e.g. the base one); ``model_labels``: model -> its kind's label (None: a run is
-    labelled by its supervision)."""
-    radii = {}
+    radius with its read-off bracket (``critical_radius`` + :data:`~ibrobust.studies.
+    feature_averaging.tables.LO` / ``HI``: the grid's cell, or the bisected bracket of the
+    run's refined worst-case radius in ``refined``, rule fa_refine's refined.worst.json tagged
+    with its run, with the refined radius in ``REFINED``) and the theory lines. ``curves``:
+    tidy attack tables (``RUN`` + attack, eps, robust_acc); ``sweeps``: key -> the datasets of
+    its values (a dataset may be in several sweeps, e.g. the base one); ``model_labels``:
+    model -> its kind's label (None: a run is labelled by its supervision)."""
+    fine = {tuple(r[k] for k in RUN[:5]): r for r in refined if r.get("radius", "worst") == "worst"}
+    radii, brackets, refined_r = {}, {}, {}
     for key, g in curves[curves.attack == "worst"].groupby(RUN, sort=False):
         g = g.sort_values("eps")
         radii[key] = critical_radius(g.eps.to_numpy(), g.robust_acc.to_numpy())
+        ref = fine.get(key[:5])
+        brackets[key] = radius_bracket(g.eps.to_numpy(), radii[key], ref)
+        refined_r[key] = float(ref["critical_radius"]) if ref is not None else float("nan")
     rows = []
     for sweep, names in sweeps.items():
         for run, r in radii.items():
@@ -50,6 +59,9 @@ def scaling_table(
                     "d": d,
                     "k": k,
                     "critical_radius": r,
+                    f"critical_radius{LO}": brackets[run][0],
+                    f"critical_radius{HI}": brackets[run][1],
+                    f"critical_radius{REFINED}": refined_r[run],
                     "sqrt_d_over_k": (d / k) ** 0.5,
                     "half_sqrt_d": d**0.5 / 2,
                     "sqrt_half_d": (d / 2) ** 0.5,

@@ -10,11 +10,30 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ibrobust.analysis.readoff import grid_bracket
 from ibrobust.stages.tables import mean_std, per_readout
 
 RUN_KEY = ("dataset", "model", "optimizer", "supervision", "seed")
 GROUP = ["dataset", "model", "optimizer", "readout", "setting"]
 NUMERIC_PREFIXES = ("critical", "clean", "fa_", "other_", "residual", "cosine")
+# the read-off bracket of a critical radius (columns <radius column><LO> / <HI>): the radius
+# grid's cell it is interpolated in, or the bisection's bracket where it was refined (rule
+# fa_refine); NaN where the radius never fell to the level on the grid (censored)
+# and the refined radius itself (<radius column><REFINED>, the bracket's midpoint; NaN where
+# not refined: the grid's interpolated radius is the column itself)
+LO, HI, REFINED = ".lo", ".hi", ".refined"
+
+
+def radius_bracket(radii: Sequence[float], value: float, refined: Mapping | None = None):
+    """(lo, hi) of a critical radius read off ``radii``: ``refined``'s bisected bracket
+    (a refined.json) where given, else the grid cell (:func:`ibrobust.analysis.readoff.
+    grid_bracket`); (NaN, NaN) for a censored (NaN) radius, or without the grid (a summary
+    from before it was written: the ledger then reads the config's grid)."""
+    if refined is not None:
+        return float(refined["critical_radius_lo"]), float(refined["critical_radius_hi"])
+    if value is None or not math.isfinite(float(value)) or len(radii) == 0:  # no grid: unknown
+        return math.nan, math.nan
+    return grid_bracket([float(r) for r in radii], float(value))
 
 
 def summary_table(
@@ -23,10 +42,15 @@ def summary_table(
     decomposition: Sequence[dict],
     labels: Mapping[str, str | None],
     readouts: Sequence[str],
+    refined: Sequence[dict] = (),
 ) -> pd.DataFrame:
     """One row per attacked run and readout. ``attack``, ``analysis``, ``decomposition``: the
     runs' result dicts tagged with their wildcards (:data:`RUN_KEY`); ``labels``: model -> its
-    kind's label (None: the row is named by its supervision)."""
+    kind's label (None: the row is named by its supervision); ``refined``: the refined.json of
+    rule fa_refine, tagged with the run's wildcards and ``radius`` (the column refined: worst
+    or an attack). Each critical radius has its read-off bracket (:data:`LO`, :data:`HI`,
+    :func:`radius_bracket`)."""
+    ref = {(*_key(r), r["radius"]): r for r in refined}
     ana = {_key(r): r for r in analysis}
     dec = {_key(r): r for r in decomposition}
     rows = []
@@ -38,7 +62,13 @@ def summary_table(
             "setting": labels[r["model"]] or r["supervision"], "clean_acc": r["clean_acc"],
             "n_points": r.get("n_points"),  # the test points attacked (measured)
         }  # fmt: skip
-        row.update({f"critical_radius.{a}": v for a, v in r["critical_radius"].items()})
+        for a, v in r["critical_radius"].items():
+            fine = ref.get((*key, a))
+            lo, hi = radius_bracket(r.get("radii") or [], v, fine)
+            row.update({f"critical_radius.{a}": v, f"critical_radius.{a}{LO}": lo,
+                        f"critical_radius.{a}{HI}": hi,
+                        f"critical_radius.{a}{REFINED}": math.nan if fine is None
+                        else float(fine["critical_radius"])})  # fmt: skip
         if key in dec:
             row.update(
                 fa_index=dec[key]["fa_index_final"],

@@ -181,14 +181,15 @@ def robust_area(split: str):
     """The trend of robustness over training: per run and checkpoint the area under its l2
     robust-accuracy curve over [0, r] (r the grid's top), i.e. the mean over points of
     min(R, r) / r, and its least-squares slope on log10(-log10 L) over the checkpoints,
-    common to the runs (an intercept per run; t interval over runs). With one run: the
-    slope over its checkpoints with a percentile bootstrap over its points (the same points
-    resampled at every checkpoint; the training noise is not in it)."""
+    common to the runs (an intercept per run; t interval over runs). Not applicable with one
+    run, like every trend over training here: an interval over one run's points is blind to
+    the run-to-run variance."""
 
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         grid = ctx.config.get("robustness", {}).get("radii", {}).get("l2") or [1.0]
         r = float(max(grid))
         summary = _runs_of(src["summary"], LOSS_BASED)
+        _needs_runs(summary, "loss-based")
         pts = src["points"][src["points"]["split"] == split]
         xs, ys, groups, per_run = [], [], [], {}
         for run, g in summary.groupby("run", sort=False):
@@ -210,42 +211,14 @@ def robust_area(split: str):
             groups += [str(run)] * len(x)
         if not per_run:
             raise NotRun(f"no run with two checkpoints whose {split} points were attacked")
-        points = attacked_points(src["points"], split)
-        if len(per_run) > 1:
-            m = pooled_slope(xs, ys, groups, "(checkpoint, run) pairs", group_name="run")
-            return replace(m, points=points)
-        return _one_run_slope(*next(iter(per_run.values())), points)
+        if len(per_run) < 2:
+            raise NotRun(
+                f"only {len(per_run)} run has two checkpoints with attacked {split} points"
+            )
+        m = pooled_slope(xs, ys, groups, "(checkpoint, run) pairs", group_name="run")
+        return replace(m, points=attacked_points(src["points"], split))
 
     return compute
-
-
-def _one_run_slope(x: np.ndarray, capped: np.ndarray, points: int) -> Measurement:
-    """One run's robust-area slope over its checkpoints ``x`` (``capped``: (checkpoints,
-    points) of min(R, r) / r), with a percentile bootstrap over its points."""
-    dx = x - x.mean()
-    sxx = float(dx @ dx)
-    if sxx == 0:
-        raise NotRun("the run's checkpoints share one train loss: no slope")
-
-    def slope_of(y: np.ndarray) -> float:
-        # the least-squares slope, sum dx (y - y[0]) / Sxx (= sum dx (y - mean y) / Sxx as
-        # sum dx = 0): a flat y gives 0 exactly, where np.polyfit gave +-1e-16, which the
-        # strict "> 0" read as a rise
-        return float(dx @ (y - y[0]) / sxx)
-
-    slope = slope_of(capped.mean(axis=1))
-    rng = np.random.default_rng(0)
-    idx = rng.integers(0, capped.shape[1], size=(2000, capped.shape[1]))
-    boots = np.array([slope_of(capped[:, i].mean(axis=1)) for i in idx])
-
-    def iv(level: float) -> Interval:
-        a = (1 - level) / 2
-        lo, hi = np.quantile(boots, [a, 1 - a])
-        return Interval(float(lo), float(hi), slope, capped.shape[1], "points",
-                        "bootstrap over points", level)  # fmt: skip
-
-    note = "one run: slope over its checkpoints, bootstrap over its points"
-    return Measurement((slope,), unit="runs", points=points, interval=iv, note=note)
 
 
 def attacked_points(points: pd.DataFrame, split: str) -> int:

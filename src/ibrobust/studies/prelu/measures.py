@@ -1,8 +1,5 @@
-"""What the claims of Study PRELU measure (``claims.yaml`` beside this module declares them,
-read by :mod:`ibrobust.claims.declared`): the files read (:data:`SOURCES`), per claim one
-value per seed (the measures the file names, :data:`MEASURES`), and the functions of the
-configuration the file reads (:data:`CONTEXT`: K, the figure's noise level, the rule's
-bounds computed from K, the Table-1 columns).
+"""What the claims of Study PRELU measure (:mod:`ibrobust.studies.prelu.claims` declares
+them): the files read (:data:`SOURCES`) and per claim one value per seed.
 
 Synthetic half: ``results/<study>/figures/summary.csv``
 (:func:`ibrobust.studies.prelu.tables.synthetic_summary`, one row per run and seed), judged at
@@ -19,12 +16,13 @@ from functools import partial
 
 import pandas as pd
 
+from ibrobust.analysis.ideal_radius import mixture_coordinates, prelu_radius, robust_accuracy
 from ibrobust.analysis.readoff import grid_bracket
 from ibrobust.claims.core import Column, Measurement, NotRun, Source, StudyContext
 from ibrobust.claims.intervals import newcombe
 from ibrobust.claims.measurement import one_per_run
-from ibrobust.studies.prelu.radii import relu_nonrobust_radius
-from ibrobust.studies.prelu.tables import PAPER_TABLE1, REFINED, TABLE1_COLUMNS, column_name
+from ibrobust.data.clusters import config_from_dict
+from ibrobust.studies.prelu.tables import REFINED, column_name
 
 RADIUS = "critical_radius"  # 50 % point of the worst case over attacks; NaN: off the grid
 ACC_BELOW = "robust_acc@0.9sqrt(2)/2"  # claims prelu.p<p>_robust_below
@@ -149,11 +147,6 @@ def radius_over(p: float, reference):
     return compute
 
 
-def radius_over_theory(p: float):
-    """Per seed: the critical radius of the p nets over the ReLU theorem's 1/sqrt(K)."""
-    return radius_over(p, lambda ctx: relu_nonrobust_radius(k_of(ctx)))
-
-
 def column(p: float, col: str):
     """Per seed: ``col`` of the p nets; with its read-off bracket where the summary has one
     (``<col>.lo`` / ``<col>.hi``: an accuracy interpolated between two grid radii)."""
@@ -172,6 +165,50 @@ def column(p: float, col: str):
                 points=measured_points(sel),
             )
         return Measurement(v)
+
+    return compute
+
+
+IDEAL_POINTS = 2000  # draws of the study's mixture for F^(p)'s robust accuracy (claims
+IDEAL_SEED = 0  # prelu.p<p>_robust_below): a fixed sample, so the reference is a constant
+
+
+def ideal_robust_accuracy(ctx: StudyContext, p: float, radius: float) -> tuple[float, float]:
+    """The ideal F^(p)'s robust accuracy at l2 ``radius`` on the study's own mixture (its
+    dataset's K, D, class split and centre norm, noise alpha / sqrt(D) at the figure alpha):
+    :data:`IDEAL_POINTS` draws, each point's radius bracketed by
+    :func:`ibrobust.analysis.ideal_radius.prelu_radius`; a (lo, hi) bracket."""
+    entry = dict(ctx.datasets[ctx.config["synthetic"]["dataset"]])
+    entry["alpha"] = figure_alpha(ctx)
+    cfg = config_from_dict(entry)
+    z, sign, y = mixture_coordinates(
+        cfg.k, cfg.positive_clusters, cfg.noise_std, cfg.norm, IDEAL_POINTS, IDEAL_SEED
+    )
+    return robust_accuracy(*prelu_radius(z, sign, y, p), radius)
+
+
+def ideal_ratio(p: float, col: str, radius: float):
+    """Per seed: the p nets' robust accuracy ``col`` (at l2 ``radius``) over the ideal F^(p)'s
+    at the same radius on the study's mixture (:func:`ideal_robust_accuracy`; its upper end,
+    so the ratio is the smaller one). The bracket of each ratio combines the net's read-off
+    bracket (the radius grid) with F^(p)'s."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        net = column(p, col)(src, ctx)
+        ref_lo, ref_hi = ideal_robust_accuracy(ctx, p, radius)
+        if ref_hi <= 0:
+            raise NotRun(f"the ideal F^({p:g}) keeps no point at radius {radius:.3f}")
+        nb = net.brackets or tuple((v, v) for v in net.values)
+        lo_den = ref_lo if ref_lo > 0 else ref_hi
+        return Measurement(
+            tuple(v / ref_hi for v in net.values),
+            brackets=tuple((a / ref_hi, b / lo_den) for a, b in nb),
+            resolution="the net's accuracy interpolated on the radius grid; F^(p)'s bracketed "
+            f"per point ({IDEAL_POINTS} draws)",
+            points=net.points,
+            note=f"ideal F^({p:g}) robust accuracy at {radius:.3f}: [{ref_lo:.3f}, {ref_hi:.3f}] "
+            f"on {IDEAL_POINTS} draws of the study's mixture",
+        )
 
     return compute
 
@@ -216,59 +253,3 @@ def parity_gap(norm: str, eps: float):
 
 def _seed_values(row: pd.Series) -> list[float]:
     return [float(v) for v in str(row["per_seed"]).split()]
-
-
-# ---- what the claim file reads from the configuration (CONTEXT) ---------------------------
-READING = 0.01  # SPEC: the official pretrained models match Table 1 within about one point
-
-
-def synthetic_configured(ctx: StudyContext) -> bool:
-    return ctx.config.get("synthetic") is not None
-
-
-def mnist_missing(ctx: StudyContext) -> str | None:
-    """A Table-1 claim's ``applies``: not run without the MNIST half."""
-    return "the MNIST half is not configured" if ctx.config.get("mnist") is None else None
-
-
-def prelu_radius_over_relu(ctx: StudyContext) -> float:
-    """The pReLU theorem's robust radius sqrt(2)/2 in units of the ReLU one, 1/sqrt(K):
-    sqrt(2K)/2, rounded to 1e-3 (prelu.relu_radius's weak upper bound)."""
-    return round(math.sqrt(2 * k_of(ctx)) / 2, 3)
-
-
-def relu_radius(ctx: StudyContext) -> float:
-    """1/sqrt(K) of the study's synthetic data."""
-    return relu_nonrobust_radius(k_of(ctx))
-
-
-def table1_columns(ctx: StudyContext) -> list[dict]:
-    """Table 1's columns in order, each with its name, the paper's p=4 and p=1 robust
-    accuracies, their gap and the strong threshold of the gap within the official models'
-    reproduction (2 x :data:`READING`, rounded to 1e-4)."""
-    out = []
-    for norm, eps in TABLE1_COLUMNS:
-        paper = PAPER_TABLE1[(norm, eps)]
-        gap = paper[4] - paper[1]
-        out.append(
-            dict(norm=norm, eps=eps, column=column_name(norm, eps), p4=paper[4], p1=paper[1],
-                 gap=gap, strong=round(gap - 2 * READING, 4))
-        )  # fmt: skip
-    return out
-
-
-MEASURES = {
-    "column": column,
-    "radius_over_theory": radius_over_theory,
-    "table1_gap": table1_gap,
-    "parity_gap": parity_gap,
-}
-CONTEXT = {
-    "synthetic_configured": synthetic_configured,
-    "mnist_missing": mnist_missing,
-    "k": k_of,
-    "figure_alpha": figure_alpha,
-    "prelu_radius_over_relu": prelu_radius_over_relu,
-    "relu_radius": relu_radius,
-    "table1_columns": table1_columns,
-}

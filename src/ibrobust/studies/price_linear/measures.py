@@ -1,16 +1,15 @@
-"""What the claims of Study PRICE-LIN measure (``claims.yaml`` beside this module declares
-them, read by :mod:`ibrobust.claims.declared`): the files read (:data:`SOURCES`), the cells
-of the eps grid (:data:`CONSTANTS`, which the file's texts show), per claim one value per
-dataset draw or (regime, draw) pair (:data:`MEASURES`), and the functions of the
-configuration the file reads (:data:`CONTEXT`: the regimes' datasets, the stopping loss that
-decides protocol or limit, the grid's largest robust-ERM fraction).
+"""What the claims of Study PRICE-LIN measure (:mod:`ibrobust.studies.price_linear.claims`
+declares them): the files read (:data:`SOURCES`), the cells of the eps grid, and per claim
+one value per dataset draw (or per (regime, draw) pair).
 
 Our numbers come from ``results/<study>/figures/gap_vs_n.csv`` (every trained problem:
 dataset, optimizer, n, draw, eps_fraction, train / test robust and clean accuracy, whether
 the run reached the study's stopping loss, its normalised l_inf margin; written by the gap
 figure). The *edge* of CD over GD is gap(GD) - gap(CD), paired by dataset draw (the same
 training set); a claim averages it over n (and over the robust-ERM cells of the eps grid
-where it says so), one value per draw, with a t interval over draws. The eps grid's cells:
+where it says so), one value per draw, with a t interval over draws. The limit claims read
+the margin ratio at checkpoints along training (``figures/margin_path.csv``; not written yet).
+The eps grid's cells:
 eps = 0 is ERM; 0 < eps / gamma* <= :data:`ROBUST_ERM_MAX` are the robust-ERM cells; the
 larger fractions (0.9, 0.99 by default) probe the approach to gamma*, where Lemma C.4 makes
 every separator max-margin. ``summary.csv`` is checked as before.
@@ -23,8 +22,15 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ibrobust.claims.core import Column, Measurement, NotRun, Source, StudyContext, per_cell
-from ibrobust.claims.declared import fixed
+from ibrobust.claims.core import (
+    Column,
+    Measurement,
+    NotApplicable,
+    NotRun,
+    Source,
+    StudyContext,
+    per_cell,
+)
 from ibrobust.studies.price_linear.algorithms import algorithm_of
 
 GAP = "robust_gap"
@@ -72,8 +78,28 @@ SOURCES: dict[str, Source] = {
             Column("test_clean_acc", lo=0, hi=1, required=False),
             Column("converged", lo=0, hi=1, required=False),
             Column("margin_ratio", required=False),
+            Column("iters", lo=0, required=False),
+            Column("diverged", lo=0, hi=1, required=False),
         ),
         built_by="the study's target (and the default target)",
+    ),
+    # the margin ratio at checkpoints along training, one row per (run, checkpoint): what the
+    # limit claims' trend needs. No job writes it yet: price_train.py records each run's
+    # margin ratio at its stopping point only (metrics.csv; weights.npz holds the final w)
+    "margin_path": Source(
+        path="figures/margin_path.csv",
+        keys={"dataset": None, "optimizer": None},
+        numeric=(
+            Column(EPS_FRACTION, lo=0, hi=1),
+            Column("n", lo=1),
+            Column("draw", lo=0),
+            Column("log10_loss"),
+            Column("margin_ratio"),
+        ),
+        built_by="no job yet: the trainer records the margin ratio at the stopping point only; "
+        "writing it at checkpoints along training (e.g. every decade of the train loss) "
+        "means rerunning price_limit's 8 training jobs, 133 CPU-s in the job records "
+        "(benchmarks/profiles/reproduce-00e3146.csv)",
     ),
 }
 
@@ -214,22 +240,77 @@ def edge_change(regime: str, start: str, end: str, sign: float = 1.0):
     return compute
 
 
-def small_n_edge(regime: str):
-    """Per draw: the edge at the grid's smallest n, in the declared Fig. 1 cell."""
+def growth_cells(regime: str, algorithm: str = "cd"):
+    """One cell per robust-ERM eps of ``regime``: per draw, the edge gap(GD) -
+    gap(``algorithm``) at that eps minus the edge at eps = 0 (ERM), each a mean over n, paired
+    by draw (how much the edge grows from ERM to robust ERM at that eps); the ERM edge in the
+    note."""
 
     def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
         ds = regimes(ctx)[regime]
         df = src["problems"]
-        e = _edges(df, ds, _optimizer(ctx, "gd"), _optimizer(ctx, "cd"), fractions(df, "fig1"))
+        gd, other = _optimizer(ctx, "gd"), _optimizer(ctx, algorithm)
+        erm = _per_draw(_edges(df, ds, gd, other, fractions(df, "erm")))
+        cells = []
+        for f in fractions(df, "robust"):
+            rob = _per_draw(_edges(df, ds, gd, other, [f]))
+            draws = rob.index.intersection(erm.index)
+            cells.append((f"eps = {f:g} gamma*", _draws(rob[draws] - erm[draws])))
+        return per_cell(cells, note=f"edge at eps = 0 (ERM): {erm.mean():+.3g} (mean over draws)")
+
+    return compute
+
+
+def tradeoff_cells(regime: str):
+    """One cell per robust-ERM eps of ``regime``: per draw min(-clean edge, robust edge),
+    the clean edge gap_clean(GD) - gap_clean(CD) and the robust edge gap(GD) - gap(CD) each
+    a mean over n. It is > 0 exactly when GD's clean gap is below CD's *and* its robust gap
+    above CD's on that draw; its mean is at most either part's mean, so an interval above 0
+    shows both. Both parts per cell in the note."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        ds = regimes(ctx)[regime]
+        df = src["problems"]
+        gd, cd = _optimizer(ctx, "gd"), _optimizer(ctx, "cd")
+        cells, parts = [], []
+        for f in fractions(df, "robust"):
+            clean = _per_draw(_edges(df, ds, gd, cd, [f], gap="clean"))
+            rob = _per_draw(_edges(df, ds, gd, cd, [f]))
+            draws = clean.index.intersection(rob.index)
+            both = np.minimum(-clean[draws], rob[draws])
+            name = f"eps = {f:g} gamma*"
+            cells.append((name, _draws(both)))
+            parts.append(f"{name}: clean edge {clean.mean():+.3g}, robust edge {rob.mean():+.3g}")
+        return per_cell(cells, note="; ".join(parts))
+
+    return compute
+
+
+def small_n_edge(regime: str):
+    """Per draw: the edge at the grid's smallest n, in the declared Fig. 1 cell; the note
+    gives the edge at that n in every robust-ERM cell (not judged: the cell is declared)."""
+
+    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
+        ds = regimes(ctx)[regime]
+        df = src["problems"]
+        gd, cd = _optimizer(ctx, "gd"), _optimizer(ctx, "cd")
+        e = _edges(df, ds, gd, cd, fractions(df, "fig1"))
         n0 = int(e["n"].min())
-        return _draws(_per_draw(e[e["n"] == n0]), note=f"n = {n0}")
+        every = _edges(df, ds, gd, cd, fractions(df, "robust"))
+        every = every[every["n"] == n0].groupby(EPS_FRACTION)["edge"].mean()
+        shown = ", ".join(f"{f:g} gamma*: {v:+.3g}" for f, v in every.items())
+        note = f"n = {n0}; at n = {n0} in every robust-ERM cell (mean over draws): {shown}"
+        return _draws(_per_draw(e[e["n"] == n0]), note=note)
 
     return compute
 
 
 def near_margin_edge(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
     """Per (regime, draw): the signed edge GD - CD at the grid's largest fraction below 1,
-    mean over the n where both runs reached the stopping loss."""
+    mean over the n where both runs reached the stopping loss. The note counts the (regime,
+    n, draw) cells the convergence filter drops, per algorithm. Not applicable when no cell
+    converged because the study's iteration cap (``stopping.max_iters``) stopped every
+    unconverged run there: the study cannot reach the claim's cell by configuration."""
     df = src["problems"]
     gd, cd = _optimizer(ctx, "gd"), _optimizer(ctx, "cd")
     near = fractions(df, "near")
@@ -243,97 +324,36 @@ def near_margin_edge(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Meas
         for draw, v in _per_draw(e).items():
             vals.append(float(v))
             labels.append(f"{name} draw {int(draw)}")
+    cells = df[df[EPS_FRACTION].round(9).isin(near) & df["dataset"].isin(regimes(ctx).values())]
+    dropped = _unconverged(cells, (gd, cd))
     if not vals:
+        cap = ctx.config.get("stopping", {}).get("max_iters")
+        stuck = cells[cells["optimizer"].isin((gd, cd))]
+        if cap is not None and "iters" in stuck and _capped(stuck, int(cap)):
+            raise NotApplicable(
+                f"the study's iteration cap (stopping.max_iters = {int(cap)}) stops the runs "
+                f"before the stopping loss at {near[0]:g} gamma* ({dropped}); judged in a "
+                "study whose cap reaches it (price_near)"
+            )
         raise NotRun(f"no regime where GD and CD both reached the stopping loss at {near}")
-    note = f"eps = {near[0]:g} gamma*" + (
+    note = f"eps = {near[0]:g} gamma*; {dropped}" + (
         f"; no converged pair in {', '.join(skipped)}" if skipped else ""
     )
     return Measurement(tuple(vals), unit="(regime, draw) pairs", labels=tuple(labels), note=note)
 
 
-def limit_margin(algorithm: str):
-    """Per (regime, draw): the mean over n and eps < gamma* of the normalised l_inf margin
-    min_i y_i <w, x_i> / (||w||_1 gamma*) of the runs that reached the stopping loss."""
-
-    def compute(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurement:
-        df = src["problems"]
-        if "margin_ratio" not in df or "converged" not in df:  # older outputs
-            raise NotRun("the table has no margin_ratio / converged columns")
-        opt = _optimizer(ctx, algorithm)
-        sel = df[(df["optimizer"] == opt) & (df[EPS_FRACTION] < 1) & (df["converged"] > 0.5)]
-        if sel.empty:
-            raise NotRun(f"no {opt} run reached the stopping loss")
-        per = sel.groupby(["dataset", "draw"])["margin_ratio"].mean()
-        labels = tuple(f"{ds} draw {int(dr)}" for ds, dr in per.index)
-        return Measurement(tuple(float(v) for v in per), unit="(regime, draw) pairs",
-                           labels=labels)  # fmt: skip
-
-    return compute
+def _unconverged(cells: pd.DataFrame, optimizers: tuple[str, ...]) -> str:
+    """'unconverged (regime, n, draw) cells dropped: lin_gd 3 of 16, lin_cd 0 of 16'."""
+    parts = []
+    for opt in optimizers:
+        g = cells[cells["optimizer"] == opt]
+        bad = int((g["converged"] <= 0.5).sum()) if "converged" in g else 0
+        parts.append(f"{opt} {bad} of {len(g)}")
+    return "unconverged (regime, n, draw) cells dropped: " + ", ".join(parts)
 
 
-# ---- what the claim file reads from the configuration (CONTEXT) ---------------------------
-LIMIT_LOSS = 1e-10  # a study stopping below this train loss trains to the limit (price_limit)
-
-
-def stops_at(ctx: StudyContext) -> float:
-    return float(ctx.config["stopping"]["loss_threshold"])
-
-
-def limit_only(ctx: StudyContext) -> str | None:
-    """``not_applicable`` of the limit claims: a study that stops at the paper's protocol."""
-    if stops_at(ctx) >= LIMIT_LOSS:
-        return (
-            f"the study stops at train loss {stops_at(ctx):g} (the paper's protocol), where "
-            "the normalised margin is still about log(n) / log(1/(n L)) from its t -> inf "
-            "limit; the limit is judged in a study trained to a loss below "
-            f"{LIMIT_LOSS:g} (configs: study price_limit)"
-        )
-    return None
-
-
-def protocol_only(ctx: StudyContext) -> str | None:
-    """``not_applicable`` of the protocol claims: they need the paper's stopping rule (a
-    common, moderate train loss)."""
-    if stops_at(ctx) < LIMIT_LOSS:
-        return (
-            f"the study trains to the limit (stopping loss {stops_at(ctx):g} < {LIMIT_LOSS:g}); "
-            "the paper's generalization claims are judged in studies that stop at its "
-            "protocol's common train loss"
-        )
-    return None
-
-
-def needs_regime(ctx: StudyContext, regime: str) -> str | None:
-    """``applies``: not run in a study without a dataset of that sparsity regime."""
-    return None if regime in regimes(ctx) else f"the study has no {regime} regime"
-
-
-def regime_name(ctx: StudyContext, regime: str, default: str | None = None) -> str:
-    """The study's dataset of a sparsity regime (:func:`regimes`), else ``default`` (else
-    the regime's own name): a claim's setting."""
-    return regimes(ctx).get(regime, regime if default is None else default)
-
-
-def robust_max(ctx: StudyContext) -> float:
-    """The grid's largest robust-ERM fraction eps/gamma* (<= :data:`ROBUST_ERM_MAX`; 0 with
-    none): robust separation at every robust-ERM cell needs margin_ratio >= it."""
-    fractions = (float(f) for f in ctx.config["eps_fractions"])
-    return max((f for f in fractions if f <= ROBUST_ERM_MAX), default=0.0)
-
-
-MEASURES = {
-    "robust_edge": robust_edge,
-    "edge_cells": edge_cells,
-    "edge_change": edge_change,
-    "small_n_edge": small_n_edge,
-    "near_margin_edge": fixed(near_margin_edge),
-    "limit_margin": limit_margin,
-}
-CONTEXT = {
-    "protocol_only": protocol_only,
-    "limit_only": limit_only,
-    "needs_regime": needs_regime,
-    "regime_name": regime_name,
-    "robust_max": robust_max,
-}
-CONSTANTS = {"robust_erm_max": ROBUST_ERM_MAX, "fig1_fraction": FIG1_FRACTION, "near_min": NEAR_MIN}
+def _capped(runs: pd.DataFrame, cap: int) -> bool:
+    """Every unconverged run of ``runs`` stopped at the iteration cap (none diverged)."""
+    bad = runs[runs["converged"] <= 0.5] if "converged" in runs else runs
+    diverged = bad["diverged"] > 0.5 if "diverged" in bad else pd.Series(False, index=bad.index)
+    return bool(len(bad)) and bool((bad["iters"] >= cap).all()) and not bool(diverged.any())

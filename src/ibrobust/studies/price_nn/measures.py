@@ -282,6 +282,11 @@ def robust_eps(ctx: StudyContext, half: str) -> list[float]:
     return [float(e) for e in (ctx.config.get(half) or {}).get("eps", []) if float(e) > 0]
 
 
+def seed_count(ctx: StudyContext, half: str) -> int:
+    """The half's configured seeds (a claim's setting and derivation say over how many)."""
+    return len((ctx.config.get(half) or {}).get("seeds") or ())
+
+
 MEASURES = {
     "cnn_cell": cnn_cell,
     "cnn_trend": cnn_trend,
@@ -293,4 +298,4 @@ MEASURES = {
     "fc_overfitting": fixed(fc_overfitting),
 }
 CONTEXT = {"needs_half": needs_half, "grid_lacks": grid_lacks, "grid_n": grid_n,
-           "robust_eps": robust_eps}  # fmt: skip
+           "robust_eps": robust_eps, "seed_count": seed_count}  # fmt: skip

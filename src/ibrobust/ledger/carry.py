@@ -1,0 +1,83 @@
+"""Carrying measurements into a ledger built where some studies were not rebuilt: a row the
+new ledger marks *not run* because its outputs are absent takes the measured columns of the
+same claim (study, id, setting) from an earlier ledger, and its verdict is decided again
+under the new row's rule (:func:`ibrobust.ledger.recorded.interval_verdict`), so a committed
+ledger never mixes an old verdict with a new rule. Only where that re-decision is sound:
+the measure is the same and the form reads one interval against bounds (bound, direction,
+equivalence). A row whose measure or per-cell form changed stays *not run*, with the reason.
+Pure (tables in, table out); ``ibrobust claims carry`` is the command."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ibrobust.claims.verdicts import NOT_RUN
+from ibrobust.ledger.recorded import interval_verdict
+
+KEY = ("study", "id", "setting")
+# what a study's run measured: copied from the earlier ledger
+MEASURED = ("ours_mean", "ours_spread", "ci_lo", "ci_hi", "ci_method", "n", "unit", "points",
+            "lower_bound", "fragile", "fragile_reason")  # fmt: skip
+RULE = ("form", "rule", "strong_lo", "strong_hi", "weak_lo", "weak_hi")
+# forms whose verdict is one interval against the bounds (existential / universal / asymptotic
+# rows are decided per cell or along a trend: their stored interval is not enough)
+ONE_INTERVAL = ("bound", "direction", "equivalence")
+
+
+def _absent(row: pd.Series) -> bool:
+    return row["verdict"] == NOT_RUN and "absent" in str(row["reason"])
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return str(a) == str(b)
+
+
+def _interval(row: pd.Series) -> tuple[float, float] | None:
+    try:
+        lo, hi = float(row["ci_lo"]), float(row["ci_hi"])
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(lo) or math.isnan(hi) else (lo, hi)
+
+
+def carry(new: pd.DataFrame, old: pd.DataFrame, old_name: str) -> tuple[pd.DataFrame, list[str]]:
+    """``new`` with its output-absent rows measured from ``old`` (named ``old_name`` in each
+    carried row's note), and one line per carried or refused row."""
+    before = {tuple(r[k] for k in KEY): r for _, r in old.iterrows()}
+    out, log = new.copy(), []
+    for i, row in new.iterrows():
+        key = tuple(row[k] for k in KEY)
+        prev = before.get(key)
+        if not _absent(row) or prev is None or prev["verdict"] == NOT_RUN:
+            continue
+        name = f"{key[1]} [{key[2]}]"
+        if not _same(prev.get("measure"), row["measure"]):
+            out.at[i, "reason"] = f"{row['reason']}; its measure changed since {old_name}"
+            log.append(f"{name}: not carried (the measure changed)")
+            continue
+        same_rule = all(_same(prev.get(k), row[k]) for k in RULE)
+        iv = _interval(prev)
+        if not same_rule and (row["form"] not in ONE_INTERVAL or iv is None):
+            out.at[i, "reason"] = (
+                f"{row['reason']}; its rule changed since {old_name} and its form "
+                f"({row['form']}) is not decided from the stored interval: it needs its run"
+            )
+            log.append(f"{name}: not carried (rule changed, form {row['form']})")
+            continue
+        for k in MEASURED:
+            out.at[i, k] = prev[k]
+        verdict = prev["verdict"] if same_rule else interval_verdict(*iv, row)
+        out.at[i, "verdict"] = verdict
+        out.at[i, "reason"] = prev["reason"] if same_rule else ""
+        note = f"measured in {old_name} (outputs not rebuilt here)"
+        if not same_rule:
+            note += (
+                f"; re-decided under this rule from the stored interval ({prev['verdict']} before)"
+            )
+        out.at[i, "note"] = "; ".join(s for s in (str(row["note"] or ""), note) if s and s != "nan")
+        log.append(f"{name}: carried, {prev['verdict']} -> {verdict}")
+    return out, log
