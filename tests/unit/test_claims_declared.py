@@ -75,7 +75,7 @@ def test_each_claim_file_names_its_study_and_only_known_measures(kind):
     data = read(STUDIES_DIR / kind / "claims.yaml")
     assert data["study"] == kind
 
-    measures = importlib.import_module(f"{module}.measures")
+    measures = importlib.import_module(f"{module}.claims")  # the registries the file reads
     used = set(_named_measures(data["claims"]))
     assert used <= set(measures.MEASURES)
     assert set(measures.MEASURES) <= used, "a registered measure no claim names"

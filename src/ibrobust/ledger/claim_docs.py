@@ -53,15 +53,16 @@ def tables(config: Mapping) -> dict[str, str]:
         for c in CLAIMS[so.kind].claims(so.ctx):
             measure = c.measure_call.split("(")[0] or c.measure
             key = (c.id, c.form, f"{c.rule.what}: {c.rule.regions()}", measure)
-            first.setdefault(key, (c.claim,))
+            first.setdefault(key, (bool(c.measure_call), c.claim))
             where = f"{so.ctx.name}: {c.setting}" if c.setting else so.ctx.name
             rows[so.kind].setdefault(key, []).append(where)
     out = {}
     for kind, by_key in rows.items():
         lines = [HEADER]
         for (cid, form, rule, measure), wheres in by_key.items():
-            cells = (f"`{cid}`", first[(cid, form, rule, measure)][0], form, rule,
-                     f"`{measure}`", "; ".join(dict.fromkeys(wheres)))  # fmt: skip
+            named, statement = first[(cid, form, rule, measure)]
+            cells = (f"`{cid}`", statement, form, rule, f"`{measure}`" if named else measure,
+                     "; ".join(dict.fromkeys(wheres)))  # fmt: skip
             lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
         if by_key:
             out[kind] = "\n".join(lines)
