@@ -40,3 +40,36 @@ def test_margin_scopes():
     paper = StudyContext("m", {"datasets": ["d"], "training": {"batch_size": 100}},
                          datasets={"d": {"n_train": 60000}})  # fmt: skip
     assert margin.off_paper_scale(paper) is None
+
+
+def test_prelu_bounds_from_k_and_the_table1_columns():
+    from ibrobust.studies.prelu import claim_context as prelu
+
+    ctx = StudyContext("prelu", {"synthetic": {"dataset": "s"}}, datasets={"s": {"k": 10}})
+    assert prelu.prelu_radius_over_relu(ctx) == 2.236  # sqrt(20)/2 = 2.2361
+    assert abs(prelu.relu_radius(ctx) - 10**-0.5) < 1e-12
+    first = prelu.table1_columns(ctx)[0]
+    assert (first["norm"], first["eps"], first["column"]) == ("linf", 0.05, "linf 0.05")
+    assert (first["p4"], first["p1"], round(first["gap"], 3)) == (0.913, 0.512, 0.401)
+    assert prelu.mnist_missing(StudyContext("p", {"mnist": None})) == (
+        "the MNIST half is not configured"
+    )  # fmt: skip
+    assert not prelu.synthetic_configured(StudyContext("p", {"synthetic": None}))
+
+
+def test_price_linear_regimes_and_the_stopping_rule():
+    from ibrobust.studies.price_linear import claim_context as price
+
+    def ctx(loss):
+        return StudyContext(
+            "p", {"datasets": ["a"], "stopping": {"loss_threshold": loss}},
+            datasets={"a": {"d": 8, "k_w": 8, "k_x": 8}},
+        )  # fmt: skip
+
+    assert price.protocol_only(ctx(1e-3)) is None and price.limit_only(ctx(1e-3)) is not None
+    assert price.protocol_only(ctx(1e-12)) is not None and price.limit_only(ctx(1e-12)) is None
+    assert price.regime_name(ctx(1e-3), "dense/dense") == "a"
+    assert price.regime_name(ctx(1e-3), "sparse w*", "sparse teacher, dense x") == (
+        "sparse teacher, dense x"
+    )  # fmt: skip
+    assert price.needs_regime(ctx(1e-3), "sparse x") == "the study has no sparse x regime"
