@@ -373,8 +373,11 @@ from ibrobust.studies import feature_averaging as _fa_plan  # noqa: E402
 
 
 def fa_refined_files(study, grid):
-    return [f"{run_dir(study, **{k: r[k] for k in ('dataset', 'model', 'optimizer', 'supervision', 'seed')})}"
-            f"/attack/{grid}/refined.{r['radius']}.json" for r in _fa_plan.refined_runs(config, study, grid)]
+    """attack/<grid>/refined.<radius>.json of the grid's fa_refine jobs (the study's refine)."""
+    keys = ("dataset", "model", "optimizer", "supervision", "seed")
+    return [os.path.join(run_dir(study, **{k: r[k] for k in keys}), "attack", grid,
+                         f"refined.{r['radius']}.json")
+            for r in _fa_plan.refined_runs(config, study, grid)]
 
 
 def fa_refine_attacks(w):

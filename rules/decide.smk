@@ -112,6 +112,7 @@ rule decide_ledger:
         config=lambda w: dict(ledger_config(BASE_STUDIES), only_studies=BASE_STUDIES),
         decide=DECIDE,
         level=config["ledger"]["level"],
+        revised=REVISED,
         # the plan whose jobs this look ran (their CPU-s: the job logs written since it)
         plan=DECIDE_APPLIED,
         code=code("decide_ledger", *claims_modules().values(), *kind_modules("optimizers", config["optimizers"])),

@@ -21,18 +21,20 @@ from ibrobust.decide.spending import spending
 from ibrobust.decide.tables import cpu_by_study, look_summary
 from ibrobust.io import atomic_path, save_csv
 from ibrobust.ledger.render import ledger_html, ledger_markdown
-from ibrobust.ledger.table import COLUMNS, study_outputs
+from ibrobust.ledger.table import ledger_table, study_outputs
 
 p, out = snakemake.params, snakemake.output
 d = p.decide
 with Job(snakemake) as job:
     spend = spending(float(p.level), d["ci_method"], float(d["spending_power"]))
     rows, records = [], []
-    for so in study_outputs(p.config, provided=list(snakemake.input)):
+    studies = study_outputs(p.config, provided=list(snakemake.input))
+    for so in studies:
         now, looks = evaluate_looks(so, d["looks"], spend)
         rows, records = rows + now, records + looks
     table = pd.DataFrame(records)
-    ledger = with_looks(pd.DataFrame(rows, columns=COLUMNS), table, d["predicted_cpu_s"])
+    # as the claims ledger: one verdict per claim, the revised-after-the-result notes
+    ledger = with_looks(ledger_table(rows, studies, dict(p.revised)), table, d["predicted_cpu_s"])
     save_csv(out.csv, ledger)
     save_csv(out.looks, table)
     shown = looks_rows(ledger, table)

@@ -85,6 +85,8 @@ def test_a_model_ladder_on_a_cnn_width():
         ({"dataset": "margin_mnist", "key": "n_train", "rungs": [5, 0]}, "studies.margin.scale.rungs[1]", "less than or equal to the minimum"),
         ({"key": "n_train", "rungs": [5, 6]}, "studies.margin.scale", "is not valid under any of the given schemas"),
         ({"model": "margin_cnn_small", "key": "hidden", "rungs": [5, 6]}, "studies.margin.scale.rungs[0]", "is not of type 'array'"),
+        # an override the study kind does not have: at its key under the overrides
+        ({"dataset": "margin_mnist", "key": "n_train", "rungs": [50, 60], "overrides": {"zz_unknown": 1}}, "studies.margin.scale.overrides.zz_unknown", "unknown key"),
     ],
 )  # fmt: skip
 def test_bad_ladders_are_named_at_their_key(scale, key, fragment):

@@ -119,7 +119,7 @@ def test_scaling_slope_widens_by_the_radii_brackets(tmp_path):
     )  # fmt: skip
     assert (row.ci_lo, row.ci_hi) == pytest.approx((lo, hi))  # zero sampling spread
     assert lo < -0.55 and hi > -0.45  # the brackets alone span the strong band
-    assert "0 of 8 refined" in row.ci_method
+    assert row.ci_method.endswith("+ read-off the radii's brackets: the sweep grid's cells")
     assert "a finer measurement would decide" in row.reason
 
 

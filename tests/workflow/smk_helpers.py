@@ -83,9 +83,11 @@ READOUTS = ["sum", "argmax", "log_odds"]  # config.yaml's fa.readouts (tiny.yaml
 #           seeds; grid scaling 3 datasets                                         =  5
 #   fa_figures (cosine heatmaps, robust curves, summary), fa_lambda_figure,
 #   fa_scaling_figure, fa_margin_gradient: one each for study fa                   =  4
+#   fa_refine (config.yaml's refine: the 2-class nets' radii bisected): grid main
+#           2 seeds x (worst, universal); grid scaling 3 datasets x seed 0 x worst     =  7
 #   claims: the claims ledger over the study's summaries                           =  1
 #   all                                                                            =  1
-#   total                                                                          = 45
+#   total                                                                          = 52
 EXPECTED_JOBS = Counter(
     dataset=4,
     train=12,
@@ -97,6 +99,7 @@ EXPECTED_JOBS = Counter(
     fa_lambda_figure=1,
     fa_scaling_figure=1,
     fa_margin_gradient=1,
+    fa_refine=7,
     claims=1,
     all=1,
 )

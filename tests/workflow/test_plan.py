@@ -29,7 +29,14 @@ def test_lint(tmp_path):
 def test_dry_run_plans_every_rule(tmp_path):
     plan = parse_dry_run(snakemake(tmp_path, "-n", timeout=120))
     assert plan.stats == EXPECTED_JOBS
-    assert sum(plan.stats.values()) == 45
+    assert sum(plan.stats.values()) == 52
+    # the refined radii: the 2-class trained nets only, worst and universal on the main grid,
+    # worst on the scaling grid (config.yaml's fa.refine)
+    refine = Counter((j.wildcards["grid"], j.wildcards["radius"]) for j in plan.of("fa_refine"))
+    assert refine == {("main", "worst"): 2, ("main", "universal"): 2, ("scaling", "worst"): 3}
+    assert {(j.wildcards["supervision"], j.wildcards["model"]) for j in plan.of("fa_refine")} == {
+        ("binary", "two_layer_m2")
+    }
     grids = Counter(j.wildcards["grid"] for j in plan.of("attack"))
     assert grids == {"main": 4, "scaling": 6}
     # only k-class nets are attacked under the readouts, in one job per (net, grid) writing

@@ -40,10 +40,11 @@ def test_radii_change_reruns_main_attacks_only(state_copy, tmp_path):
     # main-grid attacks: 2 binary + 2 reference nets once, 2 k-class nets once for all 3
     # readouts; the scaling grid uses radius_fractions, not radii; then only what reads
     # attack/main outputs (and the margin-gradient view, whose radius grid ends at the
-    # largest radius)
+    # largest radius), and the main grid's refined radii (2 seeds x worst, universal)
     assert plan.stats == Counter(
         attack=4,
         attack_readouts_fa=2,
+        fa_refine=4,
         fa_figures=1,
         fa_margin_gradient=1,
         claims=1,

@@ -95,8 +95,11 @@ def look_summary(
         c = df.verdict.value_counts()
         return ", ".join(f"{v} {n}" for v, n in c.items())
 
-    def fragile(df: pd.DataFrame) -> int:
-        return int(df.fragile.astype(str).str.lower().eq("true").sum())
+    def fragile(df: pd.DataFrame) -> str:
+        flags = df.fragile.astype(str).str.lower()
+        if flags.isin(("", "nan")).all():  # the look records keep no fragility
+            return "not recorded"
+        return str(int(flags.eq("true").sum()))
 
     total = None if measured is None else sum(measured.values())
     lines = [

@@ -351,12 +351,21 @@ def build_ledger(
     every study's rows, as each study alone judges them); ``revised``: claim id -> its
     *revised after the result* note (:func:`ibrobust.ledger.prereg.revised_notes`), in the
     column ``revised``; kinds without claims are skipped."""
-    rows: list[dict] = []
-    costs: dict[str, str] = {}
-    for so in studies:
-        if so.kind in CLAIMS:
-            rows += evaluate_study(so, level)
-            costs |= {c.id: c.cost for c in CLAIMS[so.kind].claims(so.ctx) if c.cost}
+    rows = [r for so in studies if so.kind in CLAIMS for r in evaluate_study(so, level)]
+    return ledger_table(rows, studies, revised, per_claim)
+
+
+def ledger_table(
+    rows: list[dict],
+    studies: list[StudyOutputs],
+    revised: Mapping[str, str] | None = None,
+    per_claim: bool = True,
+) -> pd.DataFrame:
+    """The studies' evaluated ``rows`` as the ledger: the ``revised`` column filled, one
+    verdict per claim (with what judging a claim no study judges would cost); shared by the
+    claims ledger and the ledger of a ``decide`` look."""
+    costs = {c.id: c.cost for so in studies if so.kind in CLAIMS
+             for c in CLAIMS[so.kind].claims(so.ctx) if c.cost}  # fmt: skip
     table = pd.DataFrame(rows, columns=COLUMNS)
     table["revised"] = [(revised or {}).get(i, "") for i in table["id"]]
     return one_verdict_per_claim(table, costs) if per_claim else table

@@ -76,11 +76,16 @@ def slope_measurement(df: pd.DataFrame, key: str, ctx: StudyContext) -> Measurem
     # exact brackets give the slope itself up to rounding: no read-off part then
     eps = 1e-12 * max(1.0, abs(center))
     below, above = (max(0.0, d) if d > eps else 0.0 for d in (center - s_lo, s_hi - center))
-    refined = int(fine.notna().sum())
+    refined, n = int(fine.notna().sum()), len(df)
+    tol = (ctx.config.get("refine") or {}).get("tolerance")
+    bisected = "per-point bisection" + (f" to {float(tol):g}" if tol else "")
     resolution = (
-        f"the radii's brackets ({refined} of {len(df)} refined by per-point bisection"
-        + (f" to {float(ctx.config['refine']['tolerance']):g}" if refined else "")
-        + ", the others the sweep grid's cell)"
+        f"the radii's brackets: {bisected}"
+        if refined == n
+        else "the radii's brackets: the sweep grid's cells"
+        if refined == 0
+        else f"the radii's brackets: {refined} of {n} by {bisected}, the others the sweep "
+        "grid's cells"
     )
 
     def iv(level: float):
