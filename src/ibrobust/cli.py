@@ -4,6 +4,7 @@
     ibrobust claims excerpt LEDGER.csv [--rows 8] [--readme README.md]
     ibrobust claims render LEDGER.csv [--md OUT.md] [--html OUT.html]
     ibrobust claims prereg [--check] [--repo .]
+    ibrobust claims docs [--check] [--repo .]
     ibrobust claims sweep BASE.csv [SWEEP.csv ...] --overlay configs/sweep_*.yaml ...
     ibrobust config docs [--check]
     ibrobust config check FILE...
@@ -106,6 +107,21 @@ def claims_prereg(a: argparse.Namespace) -> int:
     out.write_text(text)
     n = int((table["revised_after_result"] == "yes").sum())
     print(f"{out}: {len(table)} claims, {n} revised after the result")
+    return 0
+
+
+def claims_docs(a: argparse.Namespace) -> int:
+    from ibrobust.ledger.claim_docs import written
+
+    pages = written(checkout_config(a.repo), a.repo)
+    stale = [p for p, text in pages.items() if p.read_text(encoding="utf-8") != text]
+    if a.check:
+        for p in stale:
+            print(f"{p}: its claims table is not what `ibrobust claims docs` generates")
+        return 1 if stale else 0
+    for p in stale:
+        p.write_text(pages[p], encoding="utf-8")
+    print(f"{len(pages)} study pages, {len(stale)} rewritten")
     return 0
 
 
@@ -245,6 +261,9 @@ def parser() -> argparse.ArgumentParser:
     r = _command(claims, "prereg", claims_prereg, "the pre-registration record, from git")
     r.add_argument("--repo", type=Path, default=Path("."), help="the checkout (default .)")
     r.add_argument("--check", action="store_true", help="exit 1 if the committed record drifts")
+    g = _command(claims, "docs", claims_docs, "the claim tables of docs/studies/, from claims.yaml")
+    g.add_argument("--repo", type=Path, default=Path("."), help="the checkout (default .)")
+    g.add_argument("--check", action="store_true", help="exit 1 if a committed table differs")
     e = _command(claims, "excerpt", claims_excerpt, "the README's short ledger table")
     e.add_argument("ledger", type=Path, help="claims.csv written by `snakemake claims`")
     e.add_argument("--rows", type=int, default=8, help="claims shown (default 8)")

@@ -138,9 +138,11 @@ def test_margin_one_run_study_judges_only_what_one_run_can(tmp_path):
 
 
 def test_stops_before_reads_the_studys_stopping_loss():
-    from ibrobust.studies.margin.claims import stops_before
+    from ibrobust.studies.margin.measures import stops_before
 
-    why = stops_before(-308.0)
+    def why(ctx: StudyContext) -> str | None:
+        return stops_before(ctx, -308.0)
+
     assert why(StudyContext("m", {"training": {"stop_log10_loss": -120.0}})).startswith(
         "the study stops at log10 L = -120"
     )
@@ -471,7 +473,7 @@ def test_margin_robust_area_counts_the_points_of_each_split():
     """The compute function itself: a split with fewer points than attack_points (the train
     split of a 20-image rung) reports the points it has; one run is not applicable."""
     from ibrobust.claims.core import NotApplicable
-    from ibrobust.studies.margin.claims import robust_area
+    from ibrobust.studies.margin.measures import robust_area
 
     files = files_of("margin", [run(0), run(1)])
     summary, pts = files[MARGIN], files[MARGIN_POINTS]
@@ -510,7 +512,7 @@ def test_margin_robust_area_is_a_slope_over_every_checkpoint():
     but the least-squares slope over the three is S_xy / S_xx = (sum x y - 3 mean x mean y)
     / (sum x^2 - 3 mean x^2) = (1.595 - 4.1 x 1.175 / 3) / (6.21 - 4.1^2 / 3) = (-13 / 1200)
     / (728 / 1200) = -1/56: robustness fell over the checkpoints."""
-    from ibrobust.studies.margin.claims import robust_area
+    from ibrobust.studies.margin.measures import robust_area
 
     cks = (("model-1", 2), ("model-2", 3), ("final", 4))
     hist, cks = history_table(range(5), [0.0, -5.0, -10.0, -(10**1.1), -100.0],

@@ -97,3 +97,16 @@ def test_the_cli_checks_the_record(tmp_path, capsys):
     from ibrobust.cli import main
 
     assert main(["claims", "prereg", "--check", "--repo", str(REPO)]) == 0
+
+
+def test_every_claims_rule_history_is_that_of_its_claim_file():
+    """A claim's changed_in is the git log of its study package (current_rules' package),
+    which holds the claim file the rule is declared in (claims.yaml, or the claims.py of a
+    kind not yet converted): editing it is a rule change the record sees."""
+    from ibrobust.ledger.prereg import current_rules
+
+    rules, forms, package = current_rules(checkout_config(REPO))
+    assert rules and set(package) == set(rules)
+    for cid, pkg in package.items():
+        pkg_dir = REPO / "src" / pkg
+        assert (pkg_dir / "claims.yaml").is_file() or (pkg_dir / "claims.py").is_file(), cid

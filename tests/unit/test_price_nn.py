@@ -273,7 +273,7 @@ def test_cnn_claim_counts_only_fitted_cells():
     fitted (the verdicts: tests/unit/test_claims_price.py)."""
     from claims_fixtures import price_nn_cells
 
-    from ibrobust.studies.price_nn import claims as C
+    from ibrobust.studies.price_nn import measures as C
 
     cells = price_nn_cells(cnn={(50, 0.1): (2.0, 4.0, 3.0)}, unfitted=[("cnn", 50, 0.1, 1)],
                            attack_points=200)  # fmt: skip

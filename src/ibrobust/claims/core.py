@@ -109,7 +109,9 @@ class Claim:
     test the claim by construction (e.g. it stops before the claimed regime): "not
     applicable" (``compute`` may also raise :class:`NotApplicable`); ``cost``: what judging
     the claim would take where no study of the default config can (shown once in the
-    ledger, :func:`ibrobust.ledger.table.one_verdict_per_claim`)."""
+    ledger, :func:`ibrobust.ledger.table.one_verdict_per_claim`); ``measure_call``: the
+    named measure and its arguments as the claim file calls it (``column(p=3.0,
+    col=clean_acc)``; :mod:`ibrobust.claims.declared`), for the tables a reader sees."""
 
     id: str
     claim: str
@@ -125,6 +127,7 @@ class Claim:
     applies: Callable[[StudyContext], str | None] | None = None
     not_applicable: Callable[[StudyContext], str | None] | None = None
     cost: str = ""
+    measure_call: str = ""
 
     def __post_init__(self) -> None:
         if not self.derivation.strip():

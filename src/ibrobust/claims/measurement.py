@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
 
 from ibrobust.claims.intervals import (
     LEVEL,
@@ -241,3 +242,19 @@ def pooled_slope(
         tuple(slopes), unit=f"{group_name}s", note=note, interval=iv, jackknife=without,
         kind=TREND, along=along,
     )  # fmt: skip
+
+
+def one_per_run(
+    values: pd.Series, col: str, where: str, *, drop_missing: bool = False, scale: float = 1.0
+) -> tuple[tuple[float, ...], tuple[str, ...]]:
+    """A claim's "one column per run" reading: ``values`` (one row per run, seed or draw,
+    indexed by it) of column ``col`` times ``scale``, with the units' labels. No value at all
+    is "not run" (NotRun: the column is absent or empty, e.g. a summary from before it);
+    a missing value among the others is an error naming the column and ``where`` (the runs
+    selected), unless ``drop_missing`` (then the runs that have it)."""
+    if values.isna().all():
+        raise NotRun(f"column {col!r} is NaN for every run ({where})")
+    if values.isna().any() and not drop_missing:
+        raise ValueError(f"column {col!r} is NaN for a {where} run")
+    values = values.dropna()
+    return tuple(float(v) * scale for v in values), tuple(str(i) for i in values.index)

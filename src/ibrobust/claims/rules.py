@@ -48,6 +48,11 @@ class Rule:
             "outside it; else inconclusive"
         )
 
+    def regions(self) -> str:
+        """The two regions in short: ``strong >= 0.9, weak >= 0.5``."""
+        strong = _region(self.strong, self._open(self.strong))
+        return f"strong {strong}, weak {_region(self.weak, self._open(self.weak))}"
+
     def _open(self, region: tuple[float, float]) -> tuple[bool, bool]:
         """Which ends of ``region`` (strong or weak) are exclusive: under ``strict``, its
         finite ends that are the weak region's (an infinite end is never reached, and a

@@ -9,7 +9,8 @@ one, counts as holding a claim's number when it gives it a verdict on a measurem
 claims as the working tree declares them (:func:`current_rules`, the default config's
 studies). A claim's rule *changed after* the last committed default ledger whose rule for it
 differs from today's; the change lies in the commits after that ledger that touched the
-claim's study package (``changed_in``), up to the first committed ledger with today's rule
+claim's study package (``changed_in``: its claim file ``claims.yaml``, whose commit is the
+rule's pre-registration, the measures it names and the paper's numbers they read), up to the first committed ledger with today's rule
 (or HEAD). It is *revised after the result* when that ledger, or an earlier committed one,
 held its number. ``ibrobust claims prereg`` writes the record (docs/ledger/preregistration.csv);
 the ledger rule reads it (:func:`revised_notes`) and marks the rows in the CSV, md and HTML

@@ -23,6 +23,7 @@ from ibrobust.claims.core import (
     StudyContext,
     not_above,
 )
+from ibrobust.claims.measurement import one_per_run
 from ibrobust.kinds import MODELS, OPTIMIZERS, trainer
 from ibrobust.studies.feature_averaging.radius_readoff import (  # noqa: F401  (re-exported)
     ReadOff,
@@ -328,9 +329,7 @@ def column_of(dataset: str, settings: tuple[str, ...], col: str, scale: float = 
             raise NotRun(f"column {col!r} is empty (no lambda decomposition of these runs)")
         for setting in settings:
             v = rows(src["summary"], dataset, setting)[col]
-            if v.isna().any():
-                raise ValueError(f"column {col!r} is NaN for a {setting} run on {dataset}")
-            vals += list(v * scale)
+            vals += one_per_run(v, col, f"{setting} on {dataset}", scale=scale)[0]
         return Measurement(tuple(vals), unit="seeds" if len(settings) == 1 else "runs")
 
     return compute

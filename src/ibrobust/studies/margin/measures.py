@@ -2,7 +2,8 @@
 the per-point distances and, with ``training.flow``, the two schedules' losses) and the
 functions that compute each claim's measurement from them (per run, with the interval over
 runs, or a bootstrap or Wilson interval where a study has one run). The claims themselves,
-their citations, rules and derivations: :mod:`ibrobust.studies.margin.claims`.
+their citations, rules and derivations: ``claims.yaml`` beside this module (:data:`MEASURES`
+names the measures it calls, :data:`CONTEXT` the functions of the configuration it reads).
 
 Sources: ``results/<study>/figures/summary.csv``
 (:func:`ibrobust.studies.margin.tables.summary_table`, one row per run, schedule and
@@ -31,7 +32,9 @@ from ibrobust.claims.core import (
     StudyContext,
     pooled_slope,
 )
+from ibrobust.claims.declared import fixed
 from ibrobust.claims.intervals import Interval, wilson
+from ibrobust.claims.measurement import one_per_run
 
 SOURCES: dict[str, Source] = {
     "summary": Source(
@@ -93,10 +96,7 @@ def _runs_of(summary: pd.DataFrame, schedule: str) -> pd.DataFrame:
 
 def _per_run(df: pd.DataFrame, col: str) -> tuple[tuple[float, ...], tuple[str, ...]]:
     v = df.groupby("run", sort=False)[col].first()
-    if v.isna().all():
-        raise NotRun(f"column {col!r} is NaN for every run")
-    v = v.dropna()
-    return tuple(float(x) for x in v), tuple(str(r) for r in v.index)
+    return one_per_run(v, col, "selected", drop_missing=True)
 
 
 def _needs_runs(df: pd.DataFrame, what: str) -> None:
@@ -282,3 +282,49 @@ def epochs_ratio(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measurem
     if not vals:
         raise NotRun("no checkpoint at the paper's loss thresholds")
     return Measurement(tuple(vals), unit="runs", labels=tuple(labels))
+
+
+# ---- what the claim file reads from the configuration (CONTEXT) ---------------------------
+def stops_before(ctx: StudyContext, limit: float) -> str | None:
+    """``not_applicable``: the study is configured to stop above log10 L = ``limit``."""
+    stop = ctx.config.get("training", {}).get("stop_log10_loss")
+    if stop is not None and stop > limit:
+        return (
+            f"the study stops at log10 L = {stop:g} (training.stop_log10_loss) by "
+            f"configuration, before {limit:g}"
+        )
+    return None
+
+
+def no_flow(ctx: StudyContext) -> str | None:
+    """``not_applicable``: the study trains no constant-step run."""
+    if ctx.config.get("training", {}).get("flow") is None:
+        return "the study trains no constant-step run (training.flow unset)"
+    return None
+
+
+def off_paper_scale(ctx: StudyContext) -> str | None:
+    """``not_applicable``: the table's epoch counts hold for its 600 SGD steps per epoch
+    (60,000 images, batch 100); an epoch of another size is another unit of time."""
+    ds = ctx.datasets.get(ctx.config["datasets"][0], {})
+    n, batch = ds.get("n_train"), ctx.config.get("training", {}).get("batch_size")
+    if n != 60000 or batch != 100:
+        return (
+            f"epoch counts depend on the SGD steps per epoch: the paper's 600 (60,000 images, "
+            f"batch 100) against this study's {n} images, batch {batch}; judged with the "
+            "paper-scale overlay configs/margin_paper.yaml"
+        )
+    return None
+
+
+MEASURES = {
+    "loss_reached": fixed(loss_reached),
+    "margin_trend": margin_trend,
+    "epochs_ratio": fixed(epochs_ratio),
+    "run_column": run_column,
+    "rate_ratio": rate_ratio,
+    "constant_stalls": fixed(constant_stalls),
+    "robust_area": robust_area,
+    "certificate": fixed(certificate),
+}
+CONTEXT = {"stops_before": stops_before, "no_flow": no_flow, "off_paper_scale": off_paper_scale}

@@ -20,6 +20,7 @@ from ibrobust.analysis.ideal_radius import mixture_coordinates, prelu_radius, ro
 from ibrobust.analysis.readoff import grid_bracket
 from ibrobust.claims.core import Column, Measurement, NotRun, Source, StudyContext
 from ibrobust.claims.intervals import newcombe
+from ibrobust.claims.measurement import one_per_run
 from ibrobust.data.clusters import config_from_dict
 from ibrobust.studies.prelu.tables import REFINED, column_name
 
@@ -154,18 +155,16 @@ def column(p: float, col: str):
         if col not in src["summary"]:  # an optional column (SOURCES): a summary from before it
             raise NotRun(f"the summary has no {col!r} (written before the claim read it)")
         sel = _runs(src["summary"], ctx, p)
-        v = sel[col]
-        if v.isna().any():
-            raise ValueError(f"column {col!r} is NaN for a p={p:g} run")
+        v, _ = one_per_run(sel[col], col, f"p={p:g}")
         lo, hi = f"{col}.lo", f"{col}.hi"
         if lo in sel and hi in sel and sel[[lo, hi]].notna().all().all():
             return Measurement(
-                tuple(v),
+                v,
                 brackets=tuple(zip(sel[lo].astype(float), sel[hi].astype(float), strict=True)),
                 resolution="interpolated between the two radius-grid points around it",
                 points=measured_points(sel),
             )
-        return Measurement(tuple(v))
+        return Measurement(v)
 
     return compute
 

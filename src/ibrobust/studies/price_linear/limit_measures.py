@@ -1,4 +1,4 @@
-"""What the price_limit study's limit claims measure (:mod:`.claims_limit`): the margin
+"""What the price_limit study's limit claims measure (``claims.yaml``): the margin
 ratio's trend along training, per run, from ``figures/margin_path.csv`` (the ratio at
 checkpoints of the train loss)."""
 

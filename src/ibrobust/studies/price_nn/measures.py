@@ -1,4 +1,7 @@
-"""Study PRICE-NN's claim measurements (the catalog: :mod:`ibrobust.studies.price_nn.claims`).
+"""Study PRICE-NN's claim measurements (the catalog: ``claims.yaml`` beside this module, read
+by :mod:`ibrobust.claims.declared`; :data:`MEASURES` names the measures it calls,
+:data:`CONTEXT` the functions of the configuration it reads: the grid of each half, whether
+the study has the half and whether its grid can test a claim).
 
 They read ``results/<study>/figures/cells.csv``
 (:func:`ibrobust.studies.price_nn.tables.cells_table`): one row per (arch, n, eps, seed) with
@@ -27,6 +30,7 @@ from ibrobust.claims.core import (
     StudyContext,
     pooled_slope,
 )
+from ibrobust.claims.declared import fixed
 from ibrobust.studies.price_nn import algorithm
 
 ALGS = ("gd", "sd")
@@ -242,33 +246,56 @@ def fc_overfitting(src: Mapping[str, pd.DataFrame], ctx: StudyContext) -> Measur
     return _seeds(over["gd"] - over["sd"], sel, note, ctx, "fc")
 
 
-def needs_half(half: str):
+def needs_half(ctx: StudyContext, half: str) -> str | None:
     """``applies``: the claim is not run when the study has no such half (a scale rung)."""
-
-    def applies(ctx: StudyContext) -> str | None:
-        return None if ctx.config.get(half) else f"the study has no {half} half"
-
-    return applies
+    return None if ctx.config.get(half) else f"the study has no {half} half"
 
 
-def grid_lacks(half: str, *, ns: int = 1, robust_eps: int = 1, erm: bool = False):
+def grid_lacks(
+    ctx: StudyContext, half: str, *, ns: int = 1, robust_eps: int = 1, erm: bool = False
+) -> str | None:
     """``not_applicable``: why the half's grid cannot test the claim by construction (fewer
     than ``ns`` training-set sizes, fewer than ``robust_eps`` radii > 0, no eps = 0 when
     ``erm``), or None. A half the study lacks is ``needs_half``'s (not run)."""
-
-    def reason(ctx: StudyContext) -> str | None:
-        part = ctx.config.get(half)
-        if not part:
-            return None
-        n_count = len(set(part.get("n_train") or ()))
-        eps = [float(e) for e in part.get("eps") or ()]
-        robust = len({e for e in eps if e > 0})
-        if n_count < ns:
-            return f"the {half} grid has {n_count} training-set size(s): a trend in n needs {ns}"
-        if robust < robust_eps:
-            return f"the {half} grid has {robust} radius(es) eps > 0: the claim needs {robust_eps}"
-        if erm and 0.0 not in eps:
-            return f"the {half} grid has no eps = 0: the claim compares with plain ERM"
+    part = ctx.config.get(half)
+    if not part:
         return None
+    n_count = len(set(part.get("n_train") or ()))
+    eps = [float(e) for e in part.get("eps") or ()]
+    robust = len({e for e in eps if e > 0})
+    if n_count < ns:
+        return f"the {half} grid has {n_count} training-set size(s): a trend in n needs {ns}"
+    if robust < robust_eps:
+        return f"the {half} grid has {robust} radius(es) eps > 0: the claim needs {robust_eps}"
+    if erm and 0.0 not in eps:
+        return f"the {half} grid has no eps = 0: the claim compares with plain ERM"
+    return None
 
-    return reason
+
+def grid_n(ctx: StudyContext, half: str) -> list[int]:
+    """The half's training-set sizes, in the config's order."""
+    return [int(n) for n in (ctx.config.get(half) or {}).get("n_train", [])]
+
+
+def robust_eps(ctx: StudyContext, half: str) -> list[float]:
+    """The half's robust-ERM radii (eps > 0), in the config's order."""
+    return [float(e) for e in (ctx.config.get(half) or {}).get("eps", []) if float(e) > 0]
+
+
+def seed_count(ctx: StudyContext, half: str) -> int:
+    """The half's configured seeds (a claim's setting and derivation say over how many)."""
+    return len((ctx.config.get(half) or {}).get("seeds") or ())
+
+
+MEASURES = {
+    "cnn_cell": cnn_cell,
+    "cnn_trend": cnn_trend,
+    "cnn_robust_over_erm": fixed(cnn_robust_over_erm),
+    "cnn_instability": fixed(cnn_instability),
+    "fc_robust": fc_robust,
+    "fc_erm": fixed(fc_erm),
+    "fc_robust_over_erm": fixed(fc_robust_over_erm),
+    "fc_overfitting": fixed(fc_overfitting),
+}
+CONTEXT = {"needs_half": needs_half, "grid_lacks": grid_lacks, "grid_n": grid_n,
+           "robust_eps": robust_eps, "seed_count": seed_count}  # fmt: skip
