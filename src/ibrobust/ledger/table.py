@@ -31,6 +31,7 @@ from ibrobust.claims.restorations import restorations, restored_quote
 from ibrobust.claims.sources import SummaryError, load_source
 from ibrobust.claims.verdicts import NOT_APPLICABLE, NOT_RUN, VERDICTS, NotApplicable, NotRun
 from ibrobust.kinds import STUDIES
+from ibrobust.ledger.one_verdict import one_verdict_per_claim  # noqa: F401  (re-exported)
 
 
 def claims_modules() -> dict[str, str]:
@@ -180,6 +181,24 @@ def with_restored_quotes(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _designed(so: StudyOutputs, claims: list) -> tuple[list[str] | None, str | None]:
+    """(the claims the study's config says it is designed to judge, None: all; the "not
+    applicable" reason of the others). An id its kind does not have is named."""
+    study, designed = so.ctx.name, so.ctx.config.get("claims")
+    if designed is None:
+        return None, None
+    unknown = sorted(set(designed) - {c.id for c in claims})
+    if unknown:
+        raise SummaryError(
+            f"config key studies.{study}.claims: {unknown} are not claims of study kind "
+            f"{so.kind!r} (its claims: {sorted({c.id for c in claims})})"
+        )
+    return (
+        designed,
+        f"the study is designed to judge {', '.join(designed)} only (studies.{study}.claims)",
+    )
+
+
 def evaluate_study(
     so: StudyOutputs, level: float = LEVEL, sources: Mapping[str, pd.DataFrame] | None = None
 ) -> list[dict]:
@@ -192,19 +211,7 @@ def evaluate_study(
     module = CLAIMS[so.kind]
     study = so.ctx.name
     claims = module.claims(so.ctx)
-    designed = so.ctx.config.get("claims")  # None: every claim of the kind
-    if designed is not None:
-        unknown = sorted(set(designed) - {c.id for c in claims})
-        if unknown:
-            raise SummaryError(
-                f"config key studies.{study}.claims: {unknown} are not claims of study kind "
-                f"{so.kind!r} (its claims: {sorted({c.id for c in claims})})"
-            )
-    designed_why = (
-        f"the study is designed to judge {', '.join(designed)} only (studies.{study}.claims)"
-        if designed is not None
-        else None
-    )
+    designed, designed_why = _designed(so, claims)
     if not so.enabled:
         return [
             _row(study, c, level, verdict=NOT_APPLICABLE, reason=designed_why)
@@ -369,32 +376,3 @@ def ledger_table(
     table = pd.DataFrame(rows, columns=COLUMNS)
     table["revised"] = [(revised or {}).get(i, "") for i in table["id"]]
     return one_verdict_per_claim(table, costs) if per_claim else table
-
-
-def one_verdict_per_claim(df: pd.DataFrame, costs: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """A claim (id and setting) is listed where it is judged: its "not applicable" rows
-    (a study not designed to judge it: e.g. a study trained to the limit for the protocol's
-    claims, one run where the claim needs several) are dropped when another study of the
-    ledger judges it or would (a verdict, or "not run": disabled, not configured). A claim
-    that no study can judge keeps one row, the first, whose reason says so, names the other
-    studies and, from ``costs`` (claim id -> text), what judging it would take."""
-    costs = costs or {}
-    na = df["verdict"] == NOT_APPLICABLE
-    keep = pd.Series(True, index=df.index)
-    for (cid, _), g in df.groupby(["id", "setting"], sort=False):
-        g_na = g[na[g.index]]
-        if g_na.empty:
-            continue
-        if len(g_na) < len(g):
-            keep[g_na.index] = False
-            continue
-        keep[g_na.index[1:]] = False
-        first = g_na.index[0]
-        reason = str(df.at[first, "reason"])
-        others = list(dict.fromkeys(g_na["study"].iloc[1:]))
-        if others:
-            reason += f" (not applicable in {', '.join(others)} too)"
-        if cid in costs:
-            reason += f"; no study here judges it: {costs[cid]}"
-        df.at[first, "reason"] = reason
-    return df[keep].reset_index(drop=True)

@@ -32,6 +32,30 @@ from ibrobust.stages.robustness import attack_points
 POINTS_BISECTED = ("all", "crossing")
 
 
+def _to_bisect(grid_lo, grid_hi, level: float, points_bisected: str) -> torch.Tensor:
+    """The points to bisect: every point, or ("crossing") those of the crossing's cell."""
+    if points_bisected not in POINTS_BISECTED:
+        raise ValueError(
+            f"points_bisected must be one of {POINTS_BISECTED}, got {points_bisected!r}"
+        )
+    if points_bisected == "crossing":
+        return crossing_cell(grid_lo, grid_hi, level)
+    return torch.ones(grid_lo.numel(), dtype=torch.bool)
+
+
+def _bisected(oracle, grid_lo, grid_hi, todo: torch.Tensor, tolerance: float):
+    """(lo, hi): the grid brackets with the ``todo`` points' bisected to ``tolerance``."""
+    lo, hi = grid_lo.clone(), grid_hi.clone()
+    if bool(todo.any()):
+        idx = todo.nonzero().flatten()
+
+        def sub_oracle(j: torch.Tensor, eps: float) -> torch.Tensor:
+            return oracle(idx[j], eps)
+
+        lo[idx], hi[idx] = bisect_radii(sub_oracle, grid_lo[idx], grid_hi[idx], tolerance)
+    return lo, hi
+
+
 def refine_radii(
     state: dict,
     data: Dataset,
@@ -66,23 +90,8 @@ def refine_radii(
     )
     grid_lo, grid_hi = grid_brackets(masks, radii)
     oracle = worst_case_oracle(model, test.x, test.y, test.fine, attacks, ctx, gen)
-    if points_bisected not in POINTS_BISECTED:
-        raise ValueError(
-            f"points_bisected must be one of {POINTS_BISECTED}, got {points_bisected!r}"
-        )
-    todo = (
-        crossing_cell(grid_lo, grid_hi, level)
-        if points_bisected == "crossing"
-        else torch.ones(grid_lo.numel(), dtype=torch.bool)
-    )
-    lo, hi = grid_lo.clone(), grid_hi.clone()
-    if bool(todo.any()):
-        idx = todo.nonzero().flatten()
-
-        def sub_oracle(j: torch.Tensor, eps: float) -> torch.Tensor:
-            return oracle(idx[j], eps)
-
-        lo[idx], hi[idx] = bisect_radii(sub_oracle, grid_lo[idx], grid_hi[idx], tolerance)
+    todo = _to_bisect(grid_lo, grid_hi, level, points_bisected)
+    lo, hi = _bisected(oracle, grid_lo, grid_hi, todo, tolerance)
     per_point = pd.DataFrame(
         {
             "point": range(len(test)),

@@ -76,6 +76,7 @@ from dataclasses import dataclass
 import torch
 
 from ibrobust.models.diagonal import diagonal_init, diagonal_weight
+from ibrobust.training.loss_checkpoints import Checkpoints
 from ibrobust.updates.steepest import SCALES, TIES, adaptive_log_lr, dual_norm, steepest_direction
 
 # the geometry of each algorithm (diag_gd: GD on (u, v))
@@ -147,34 +148,6 @@ class RobustERMConfig:
     @property
     def norm(self) -> str:
         return ALGORITHM_NORM[self.algorithm]
-
-
-@dataclass(frozen=True)
-class Checkpoints:
-    """The iterates at the decades of the train loss (module docstring), one row each,
-    sorted by (problem, step)."""
-
-    problem: torch.Tensor  # (K,) int64 index of the problem in the batch
-    step: torch.Tensor  # (K,) int64 iteration t of the checkpoint
-    log_loss: torch.Tensor  # (K,) natural log of the train loss at it
-    w: torch.Tensor  # (K, d) the linear predictor at it (u*u - v*v for diag_gd)
-
-    @staticmethod
-    def stack(
-        rows: list[tuple[torch.Tensor, int, torch.Tensor, torch.Tensor]], d: int, dtype: torch.dtype
-    ) -> Checkpoints:
-        """From groups (problems (k,), step, log_loss (k,), w (k, d)), sorted by (problem,
-        step)."""
-        if not rows:
-            none = torch.zeros(0, dtype=torch.int64)
-            return Checkpoints(
-                none, none, torch.zeros(0, dtype=dtype), torch.zeros((0, d), dtype=dtype)
-            )
-        problem = torch.cat([r[0] for r in rows])
-        step = torch.cat([torch.full_like(r[0], r[1]) for r in rows])
-        order = torch.argsort(problem * (int(step.max()) + 1) + step)
-        log_loss, w = torch.cat([r[2] for r in rows]), torch.cat([r[3] for r in rows])
-        return Checkpoints(problem[order], step[order], log_loss[order], w[order])
 
 
 @dataclass
@@ -315,6 +288,17 @@ def train_robust_erm(
     return out
 
 
+def _checkpoint(checkpoints: list, idx, t: int, log_loss, w, next_log) -> None:
+    """Record the problems whose loss reached their next decade (``next_log``, updated in
+    place to the decade below the deepest one reached)."""
+    new = log_loss <= next_log
+    if bool(new.any()):
+        new &= torch.isfinite(log_loss)
+        checkpoints.append((idx[new], t, log_loss[new], w[new].clone()))
+        k = torch.floor(-log_loss[new] / LN10)  # the deepest decade: L <= 10^-k
+        next_log[new] = -(k + 1) * LN10
+
+
 def _train_chunk(
     x: torch.Tensor,
     y: torch.Tensor,
@@ -351,12 +335,7 @@ def _train_chunk(
         if config.history_every and t % config.history_every == 0:
             history.setdefault(t, torch.full((total,), math.nan, dtype=dtype))[idx] = log_loss
         if checkpoints is not None:  # one comparison per step; the rest at checkpoints only
-            new = log_loss <= next_log
-            if bool(new.any()):
-                new &= torch.isfinite(log_loss)
-                checkpoints.append((idx[new], t, log_loss[new], w[new].clone()))
-                k = torch.floor(-log_loss[new] / LN10)  # the deepest decade: L <= 10^-k
-                next_log[new] = -(k + 1) * LN10
+            _checkpoint(checkpoints, idx, t, log_loss, w, next_log)
         stop = (log_loss < log_thr) | ~torch.isfinite(log_loss)  # converged, or diverged
         if t == config.max_iters:
             stop = torch.ones_like(stop)

@@ -47,6 +47,19 @@ def scaling_slope(setting: str, key: str = "k"):
     return compute
 
 
+def _sweep_resolution(refined: int, n: int, ctx: StudyContext) -> str:
+    """What the sweep radii's brackets come from, in words (``refined`` of ``n`` bisected)."""
+    tol = (ctx.config.get("refine") or {}).get("tolerance")
+    bisected = "per-point bisection" + (f" to {float(tol):g}" if tol else "")
+    if refined == n:
+        return f"the radii's brackets: {bisected}"
+    if refined == 0:
+        return "the radii's brackets: the sweep grid's cells"
+    return (
+        f"the radii's brackets: {refined} of {n} by {bisected}, the others the sweep grid's cells"
+    )
+
+
 def slope_measurement(df: pd.DataFrame, key: str, ctx: StudyContext) -> Measurement:
     """The pooled log-log slope of ``df``'s radii on ``key`` with the read-off part of its
     interval: the refined radius and its bisected bracket where the table has them (rule
@@ -76,17 +89,7 @@ def slope_measurement(df: pd.DataFrame, key: str, ctx: StudyContext) -> Measurem
     # exact brackets give the slope itself up to rounding: no read-off part then
     eps = 1e-12 * max(1.0, abs(center))
     below, above = (max(0.0, d) if d > eps else 0.0 for d in (center - s_lo, s_hi - center))
-    refined, n = int(fine.notna().sum()), len(df)
-    tol = (ctx.config.get("refine") or {}).get("tolerance")
-    bisected = "per-point bisection" + (f" to {float(tol):g}" if tol else "")
-    resolution = (
-        f"the radii's brackets: {bisected}"
-        if refined == n
-        else "the radii's brackets: the sweep grid's cells"
-        if refined == 0
-        else f"the radii's brackets: {refined} of {n} by {bisected}, the others the sweep "
-        "grid's cells"
-    )
+    resolution = _sweep_resolution(int(fine.notna().sum()), len(df), ctx)
 
     def iv(level: float):
         base = m.interval(level) if callable(m.interval) else m.interval
