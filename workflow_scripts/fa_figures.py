@@ -34,6 +34,7 @@ with Job(snakemake) as job:
         gather_json(list(inp.decomposition), p.decomposed_runs),
         p.model_labels,
         p.readouts,
+        gather_json(list(inp.metrics), p.analysis_runs),
     )
     agg = summary_means(table)
     save_csv(out.summary_csv, table)

@@ -1,7 +1,8 @@
 """Rule fa_scaling_figure: critical radius (worst case per readout) vs each swept dataset
-key, and the fitted log-log slopes per line (scaling_summary)."""
+key, and the fitted log-log slopes per line (scaling_summary); with ``scaling.decompose`` the
+table carries each decomposed net's final lambdas."""
 
-from _figures import gather_csv, save_outputs
+from _figures import gather_csv, gather_json, save_outputs
 from _job import Job
 
 from ibrobust.io import atomic_path, save_csv
@@ -11,8 +12,11 @@ from ibrobust.studies.feature_averaging.scaling import scaling_slopes, scaling_t
 
 p, out = snakemake.params, snakemake.output
 with Job(snakemake) as job:
-    curves = per_readout(gather_csv(list(snakemake.input), p.runs), list(p.readouts))
-    table = scaling_table(curves, p.datasets, p.sweeps, p.model_labels)
+    curves = per_readout(gather_csv(list(snakemake.input.curves), p.runs), list(p.readouts))
+    decs = gather_json(list(snakemake.input.decompositions), p.decomposed_runs)
+    table = scaling_table(
+        curves, p.datasets, p.sweeps, p.model_labels, decs if p.decompose else None
+    )
     slopes = scaling_slopes(table)
     job.log.info("slopes:\n%s", slopes.round(3).to_string(index=False))
     fig = critical_radius_scaling(table, style=p.plots["style"])

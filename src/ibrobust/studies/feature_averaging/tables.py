@@ -1,5 +1,5 @@
 """Study FA's summary table: per (setting, readout, seed) the critical radii, clean accuracy,
-averaging index and coefficients of the lambda decomposition and the same-class cosine; 2-class
+the k-class nets' accuracy on the cluster labels (fine_acc), averaging index and coefficients of the lambda decomposition and the same-class cosine; 2-class
 and reference nets have one score, so their rows repeat under each binary readout."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from ibrobust.stages.tables import mean_std, per_readout
 
 RUN_KEY = ("dataset", "model", "optimizer", "supervision", "seed")
 GROUP = ["dataset", "model", "optimizer", "readout", "setting"]
-NUMERIC_PREFIXES = ("critical", "clean", "fa_", "other_", "residual", "cosine")
+NUMERIC_PREFIXES = ("critical", "clean", "fine_", "fa_", "other_", "residual", "cosine")
+FINE_ACC = "test.fine_acc"  # the training job's metrics.json key of the k-class nets' argmax
+# accuracy on the k cluster labels (rule train)
 
 
 def summary_table(
@@ -23,11 +25,15 @@ def summary_table(
     decomposition: Sequence[dict],
     labels: Mapping[str, str | None],
     readouts: Sequence[str],
+    metrics: Sequence[dict] = (),
 ) -> pd.DataFrame:
-    """One row per attacked run and readout. ``attack``, ``analysis``, ``decomposition``: the
-    runs' result dicts tagged with their wildcards (:data:`RUN_KEY`); ``labels``: model -> its
-    kind's label (None: the row is named by its supervision)."""
+    """One row per attacked run and readout. ``attack``, ``analysis``, ``decomposition``,
+    ``metrics`` (the trained nets' metrics.json): the runs' result dicts tagged with their
+    wildcards (:data:`RUN_KEY`); ``labels``: model -> its kind's label (None: the row is
+    named by its supervision). ``fine_acc``: a run's :data:`FINE_ACC` (NaN where it has none:
+    2-class nets, the reference)."""
     ana = {_key(r): r for r in analysis}
+    fine = {_key(r): r[FINE_ACC] for r in metrics if r.get(FINE_ACC) is not None}
     dec = {_key(r): r for r in decomposition}
     rows = []
     for r in attack:
@@ -39,6 +45,7 @@ def summary_table(
             "n_points": r.get("n_points"),  # the test points attacked (measured)
         }  # fmt: skip
         row.update({f"critical_radius.{a}": v for a, v in r["critical_radius"].items()})
+        row["fine_acc"] = float(fine.get(key, math.nan))
         if key in dec:
             row.update(
                 fa_index=dec[key]["fa_index_final"],
