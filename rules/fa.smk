@@ -45,6 +45,8 @@ rule fa_figures:
         analysis=lambda w: files(w.study, _runs(trained_runs(w.study)), "analysis/summary.json"),
         decomposition=lambda w: files(w.study, _fa.decomposed_runs(config, w.study), "analysis/decomposition.json"),
         refined=lambda w: fa_refined_files(w.study, "main"),
+        # the trained nets' own test metrics (the k-class nets' fine_acc)
+        metrics=lambda w: files(w.study, _runs(trained_runs(w.study)), "metrics.json"),
     output:
         cosine_png=report("results/{study}/figures/cosine_heatmaps.png", caption="../report/analysis/cosine_heatmaps.rst", category="{study}", subcategory="figures"),
         cosine_pdf="results/{study}/figures/cosine_heatmaps.pdf",
@@ -78,6 +80,9 @@ rule fa_scaling_figure:
     input:
         curves=lambda w: readout_files(w.study, _fa.attack_runs(config, w.study, "scaling"), "scaling", "robust_accuracy.csv"),
         refined=lambda w: fa_refined_files(w.study, "scaling"),
+        # the sweep's decomposed nets (scaling.decompose; where n_train <= d): their final
+        # lambdas become columns of the table, which the d-trend lambda claims read
+        decompositions=lambda w: files(w.study, _fa.sweep_decomposed_runs(config, w.study), "analysis/decomposition.json"),
     output:
         png=report("results/{study}/figures/critical_radius_scaling.png", caption="../report/feature_averaging/critical_radius_scaling.rst", category="{study}", subcategory="figures"),
         pdf="results/{study}/figures/critical_radius_scaling.pdf",
@@ -89,6 +94,8 @@ rule fa_scaling_figure:
     params:
         runs=lambda w: _fa.attack_runs(config, w.study, "scaling"),
         refined_runs=lambda w: _fa.refined_runs(config, w.study, "scaling"),
+        decomposed_runs=lambda w: _fa.sweep_decomposed_runs(config, w.study),
+        decompose=lambda w: STUDIES[w.study]["scaling"]["decompose"],
         readouts=lambda w: list(STUDIES[w.study]["readouts"]),
         datasets=lambda w: {r[0]: dataset_config(r[0]) for r in _fa.scaling_runs(config, w.study)},
         sweeps=lambda w: _fa.sweep_datasets(config, STUDIES[w.study]),

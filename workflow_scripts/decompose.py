@@ -11,7 +11,9 @@ with Job(snakemake) as job:
     job.dataset(snakemake.input.data, "evaluation")
     data = dataset_from_arrays(load_npz(snakemake.input.data), snakemake.input.data)
     try:
-        rows, trajectory = decompose_checkpoints(load_torch(snakemake.input.model), data)
+        rows, trajectory = decompose_checkpoints(
+            load_torch(snakemake.input.model), data, snakemake.params.supervision
+        )
     except ValueError as err:
         raise ValueError(f"{snakemake.input.model} on {snakemake.input.data}: {err}") from None
     for t in trajectory:
@@ -25,6 +27,7 @@ with Job(snakemake) as job:
         "basis": rows[-1]["basis"],
         "fa_index_final": trajectory[-1]["fa_index_mean"],
         "other_class_ratio_final": trajectory[-1]["other_class_ratio_mean"],
+        "decoupling_ratio_final": trajectory[-1]["decoupling_ratio_mean"],
         "residual_max": max(t["residual_max"] for t in trajectory),
         "trajectory": trajectory,
     }

@@ -34,7 +34,8 @@ with Job(snakemake) as job:
         gather_json(list(inp.decomposition), p.decomposed_runs),
         p.model_labels,
         p.readouts,
-        gather_json(list(inp.refined), p.refined_runs),
+        refined=gather_json(list(inp.refined), p.refined_runs),
+        metrics=gather_json(list(inp.metrics), p.analysis_runs),
     )
     agg = summary_means(table)
     save_csv(out.summary_csv, table)

@@ -1,6 +1,7 @@
 """Rule fa_scaling_figure: critical radius (worst case per readout) vs each swept dataset
 key, and the fitted log-log slopes per line (scaling_summary); each radius with its read-off
-bracket (the grid's cell, or rule fa_refine's bisected bracket where refined)."""
+bracket (the grid's cell, or rule fa_refine's bisected bracket where refined); with
+``scaling.decompose`` the table carries each decomposed net's final lambdas."""
 
 from _figures import gather_csv, gather_json, save_outputs
 from _job import Job
@@ -14,7 +15,10 @@ p, out = snakemake.params, snakemake.output
 with Job(snakemake) as job:
     curves = per_readout(gather_csv(list(snakemake.input.curves), p.runs), list(p.readouts))
     refined = gather_json(list(snakemake.input.refined), p.refined_runs)
-    table = scaling_table(curves, p.datasets, p.sweeps, p.model_labels, refined)
+    decs = gather_json(list(snakemake.input.decompositions), p.decomposed_runs)
+    table = scaling_table(
+        curves, p.datasets, p.sweeps, p.model_labels, refined, decs if p.decompose else None
+    )
     slopes = scaling_slopes(table)
     job.log.info("slopes:\n%s", slopes.round(3).to_string(index=False))
     fig = critical_radius_scaling(table, style=p.plots["style"])

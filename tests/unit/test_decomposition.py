@@ -9,6 +9,8 @@ import torch
 
 from ibrobust.analysis.cosines import cosine_matrix
 from ibrobust.analysis.decomposition import (
+    decompose_checkpoints,
+    decoupling_ratio,
     feature_averaging_index,
     lambda_decomposition,
     other_class_ratio,
@@ -140,6 +142,66 @@ def test_other_class_ratio_hand_cases():
     r = other_class_ratio(lam, same)
     assert r[0].item() == pytest.approx(0.2) and r[1].item() == pytest.approx(1.0)
     assert math.isnan(r[2].item())
+
+
+def test_decoupling_ratio_hand_cases():
+    """max_{j != i} |lambda_j| / lambda_i per neuron, i its own feature (hand-computed)."""
+    lam = torch.tensor(
+        [
+            [4.0, 1.0, -2.0],  # own 0: cross max |.| 2 -> 0.5
+            [0.3, 3.0, 0.6],  # own 1: 0.6 / 3 -> 0.2
+            [9.0, 9.0, -1.0],  # own 2 not positive: learned nothing -> NaN
+            [0.0, -0.5, 2.0],  # own 2: 0.5 / 2 -> 0.25
+        ]
+    )
+    r = decoupling_ratio(lam, torch.tensor([0, 1, 2, 2]))
+    torch.testing.assert_close(r[[0, 1, 3]], torch.tensor([0.5, 0.2, 0.25]))
+    assert math.isnan(r[2].item())
+
+
+def _planted_state(lam: torch.Tensor, data, heads: int, readout: torch.Tensor) -> dict:
+    """A two-layer state whose one checkpoint after 0 is w(0) + lam @ means (no noise part)."""
+    n_neurons, d = lam.shape[0], data.means.shape[1]
+    w0 = torch.randn(heads, n_neurons // heads, d, generator=torch_generator(3, "test", "w0"))
+    wt = w0 + (lam @ data.means).reshape(w0.shape)
+    return {"weight": wt, "readout": readout, "init_weight": w0,
+            "ckpt_steps": torch.tensor([0, 10]), "ckpt_weight": torch.stack([w0, wt])}  # fmt: skip
+
+
+@pytest.mark.parametrize("supervision", ["binary", "multiclass"])
+def test_decompose_checkpoints_records_the_decoupling_ratio_of_k_class_nets(supervision):
+    """k = 4 clusters (k + n = 14 <= d = 40: unique coefficients), one neuron per head of a
+    k-class net with planted lambdas: ratios 0.5, 0.2, 0.25, 0.2 -> mean 1.15 / 4; a 2-class
+    net (two neurons per head) has no own feature per head: NaN."""
+    from ibrobust.data.dataset import dataset_from_arrays
+
+    cd = make_cluster_data(ClusterDataConfig(d=40, k=4, n_train=10, n_test=2), 1)
+    data = dataset_from_arrays(cd.arrays())
+    lam = torch.tensor([[4.0, 1.0, -2.0, 0.0], [0.3, 3.0, 0.6, 0.0], [0.0, -0.5, 2.0, 0.1],
+                        [1.0, 1.0, 1.0, 5.0]])  # fmt: skip
+    heads, readout = (
+        (4, data.sign) if supervision == "multiclass" else (2, torch.tensor([1.0, -1.0]))
+    )
+    state = _planted_state(lam, data, heads, readout)
+    rows, traj = decompose_checkpoints(state, data, supervision)
+    assert [t["step"] for t in traj] == [10] and traj[0]["residual_max"] < 1e-4
+    got = traj[0]["decoupling_ratio_mean"]
+    if supervision == "multiclass":
+        assert got == pytest.approx(1.15 / 4, rel=1e-4)
+    else:
+        assert math.isnan(got)
+
+
+def test_decompose_checkpoints_rejects_a_k_class_net_without_a_head_per_cluster():
+    from ibrobust.data.dataset import dataset_from_arrays
+
+    cd = make_cluster_data(ClusterDataConfig(d=40, k=4, n_train=10, n_test=2), 1)
+    data = dataset_from_arrays(cd.arrays())
+    state = _planted_state(torch.ones(2, 4), data, 2, torch.tensor([1.0, -1.0]))
+    with pytest.raises(ValueError, match="one head per cluster, got 2 heads, k=4"):
+        decompose_checkpoints(state, data, "multiclass")
+    with pytest.raises(ValueError, match="supervision must be"):
+        decompose_checkpoints(state, data, "fine")
 
 
 def test_cosine_matrix_hand_case():

@@ -112,6 +112,30 @@ def test_scaling_sweep_bad_value_named_by_its_key_path():
         _validate(raw)
 
 
+def test_sweep_decomposed_runs_are_the_sweeps_nets_where_n_train_at_most_d():
+    """config.yaml's sweep (n_train = 1000): the lambda decomposition is defined at d = 1000
+    (the base's own runs) and 2000 and at every k (d = 1000), not at d = 250, 500."""
+    cfg = default_config()
+    runs = fa.sweep_decomposed_runs(cfg, "fa")
+    got = {(r["dataset"], r["supervision"], r["seed"]) for r in runs}
+    dss = ["clusters_d1000", "clusters_d1000@d=2000", "clusters_d1000@k=2",
+           "clusters_d1000@k=4", "clusters_d1000@k=20"]  # fmt: skip
+    assert got == {(ds, sup, s) for ds in dss for sup in ("binary", "multiclass") for s in (0, 1)}
+    assert {r["model"] for r in runs} == {"two_layer_m5"}  # never the hand-built reference
+    cfg["studies"]["fa"]["scaling"]["decompose"] = False
+    assert fa.sweep_decomposed_runs(cfg, "fa") == []
+
+
+def test_sweep_decompose_needs_a_variant_where_it_is_defined():
+    raw = _raw()
+    raw["studies"]["fa"]["scaling"]["sweeps"] = {"d": [250, 500]}
+    with pytest.raises(ConfigError, match=r"studies\.fa\.scaling\.decompose: .*n_train <= d"):
+        _validate(raw)
+    raw["studies"]["fa"]["scaling"]["decompose"] = False  # the radius sweep alone is fine
+    assert _validate(raw)["studies"]["fa"]["scaling"]["decompose"] is False
+    assert _validate(_raw())["studies"]["fa"]["scaling"]["decompose"] is True  # the default
+
+
 def _curves(radius_of) -> pd.DataFrame:
     """Worst-case curves whose robust accuracy falls from 1 to 0 between r - 1 and r + 1 (the
     50 % point is r) on an eps grid of step 0.5."""
@@ -154,6 +178,36 @@ def test_scaling_table_and_slopes_by_hand():
     assert slopes.loc["multiclass", "slope"] == pytest.approx(0.25)
     assert slopes.loc["multiclass", "slope.seed_std"] == pytest.approx(0.0)
     assert slopes.loc["binary", "values"] == 2
+
+
+def test_scaling_table_joins_each_nets_final_lambdas_by_run_not_readout():
+    """The decomposed nets' summaries join every readout row of their run; a run without a
+    summary (d = 16: n_train > d, not decomposed) and a missing or null key give NaN."""
+    from ibrobust.studies.feature_averaging.measures import SWEEP_LAMBDA_COLUMNS
+    from ibrobust.studies.feature_averaging.scaling import LAMBDA_COLUMNS
+
+    assert tuple(LAMBDA_COLUMNS) == SWEEP_LAMBDA_COLUMNS  # what the d-trend claims read
+    datasets = {f"b@d={d}": {"d": d, "k": 10} for d in (16, 256)}
+    runs = {(f"b@d={d}", sup, ro, 0): 2.0 for d in (16, 256) for sup in ("binary", "multiclass")
+            for ro in ("sum", "argmax")}  # fmt: skip
+    tag = {"dataset": "b@d=256", "model": "m", "optimizer": "gd", "seed": 0}
+    decs = [
+        {**tag, "supervision": "binary", "fa_index_final": 0.8, "other_class_ratio_final": 0.1,
+         "decoupling_ratio_final": None},
+        {**tag, "supervision": "multiclass", "fa_index_final": 0.0,
+         "other_class_ratio_final": 0.9, "decoupling_ratio_final": 0.3},
+    ]  # fmt: skip
+    table = scaling_table(_curves(runs), datasets, {"d": list(datasets)}, {"m": None}, decs)
+    big = table[table.d == 256].set_index(["supervision", "readout"])
+    assert len(big) == 4
+    for ro in ("sum", "argmax"):
+        assert big.loc[("binary", ro), "fa_index"] == 0.8
+        assert big.loc[("binary", ro), "other_class_ratio"] == 0.1
+        assert math.isnan(big.loc[("binary", ro), "decoupling_ratio"])
+        assert big.loc[("multiclass", ro), "decoupling_ratio"] == 0.3
+    assert table[table.d == 16][list(LAMBDA_COLUMNS)].isna().all().all()
+    bare = scaling_table(_curves(runs), datasets, {"d": list(datasets)}, {"m": None})
+    assert not set(LAMBDA_COLUMNS) & set(bare.columns)  # no decompositions: no columns
 
 
 def test_only_studies_reason_says_so():

@@ -47,6 +47,24 @@ def test_summary_joins_by_run_and_repeats_one_score_rows_under_each_readout():
     )  # rounded to 3 digits
 
 
+def test_summary_carries_the_k_class_nets_fine_accuracy_from_their_metrics():
+    """test.fine_acc of each trained net's metrics.json joins its rows (every readout of a
+    k-class net); a net without it (2-class, the reference) gets NaN; means over seeds."""
+    multi = {"supervision": "multiclass"}
+    attack = [_attack(0, 6.0, readout=ro, **multi) for ro in ("sum", "argmax")]
+    attack += [_attack(1, 6.0, readout="sum", **multi), _attack(0, 2.0)]
+    metrics = [{**RUN, **multi, "seed": 0, "test.fine_acc": 0.75, "test.binary_acc": 1.0},
+               {**RUN, **multi, "seed": 1, "test.fine_acc": 1.0},
+               {**RUN, "seed": 0, "test.binary_acc": 1.0}]  # fmt: skip
+    t = summary_table(attack, [], [], LABELS, ["sum", "argmax"], metrics)
+    k = t[t.setting == "multiclass"].set_index(["seed", "readout"]).fine_acc
+    assert k[(0, "sum")] == 0.75 and k[(0, "argmax")] == 0.75 and k[(1, "sum")] == 1.0
+    assert t[t.setting == "binary"].fine_acc.isna().all()
+    means = summary_means(t[(t.setting == "multiclass") & (t.readout == "sum")])
+    assert means["fine_acc.mean"].iloc[0] == pytest.approx(0.875)
+    assert summary_table(attack, [], [], LABELS, ["sum"]).fine_acc.isna().all()  # no metrics
+
+
 def test_checkpoint_slope_fits_the_trajectory_on_log10_step_by_hand():
     """Steps 10, 100, 1000 (log10 1, 2, 3) with ratios 0.3, 0.2, 0.1: slope -0.1 per decade;
     step 0 and a NaN checkpoint are left out; one usable checkpoint gives NaN."""

@@ -76,7 +76,9 @@ READOUTS = ["sum", "argmax", "log_odds"]  # config.yaml's fa.readouts (tiny.yaml
 #           the 3 on tiny_clusters seed 0 are the main runs already               = +6 -> 12
 #   analyze: cosines of every trained (not reference) main run (summary table; the
 #           cosine figure needs the seed-0 subset)                                 =  4
-#   decompose: lambda decomposition of the same 4 two-layer runs                   =  4
+#   decompose: lambda decomposition of the same 4 two-layer runs, + the sweep's nets
+#           where it is defined (scaling.decompose, n_train <= d): tiny_clusters@k=2
+#           (n = d = 40) x 2 supervisions x seed 0; not @d=20 (n = 40 > d)        =  6
 #   attack (a model's own score: 2-class nets and references): grid main 2 + 2;
 #           grid scaling 3 datasets x (1 + 1)                                      = 10
 #   attack_readouts_fa (k-class nets, one job for all 3 readouts): grid main 2
@@ -87,12 +89,12 @@ READOUTS = ["sum", "argmax", "log_odds"]  # config.yaml's fa.readouts (tiny.yaml
 #           2 seeds x (worst, universal); grid scaling 3 datasets x seed 0 x worst     =  7
 #   claims: the claims ledger over the study's summaries                           =  1
 #   all                                                                            =  1
-#   total                                                                          = 52
+#   total                                                                          = 54
 EXPECTED_JOBS = Counter(
     dataset=4,
     train=12,
     analyze=4,
-    decompose=4,
+    decompose=6,
     attack=10,
     attack_readouts_fa=5,
     fa_figures=1,
@@ -211,6 +213,7 @@ class PlannedJob:
     wildcards: dict[str, str] = field(default_factory=dict)
     reason: str = ""
     output: list[str] = field(default_factory=list)
+    input: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -231,7 +234,7 @@ _FIELD_LINE = re.compile(r"^\s+(\w+): (.*)$")
 
 
 def parse_dry_run(run: Run) -> Plan:
-    """Jobs (rule, wildcards, reason, output) and the Job stats table of a ``snakemake -n``
+    """Jobs (rule, wildcards, reason, output, input) and the Job stats table of a ``snakemake -n``
     run."""
     assert run.returncode == 0, run.describe()
     text = run.stdout
@@ -250,8 +253,8 @@ def parse_dry_run(run: Run) -> Plan:
                 current.wildcards = dict(kv.split("=", 1) for kv in value.split(", "))
             elif key == "reason":
                 current.reason = value
-            elif key == "output":
-                current.output = value.split(", ")
+            elif key in ("output", "input"):
+                setattr(current, key, value.split(", "))
         elif not line.strip() or line.startswith(("[", "Job stats")):
             current = None
     stats: Counter = Counter()

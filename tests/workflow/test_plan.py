@@ -29,7 +29,7 @@ def test_lint(tmp_path):
 def test_dry_run_plans_every_rule(tmp_path):
     plan = parse_dry_run(snakemake(tmp_path, "-n", timeout=120))
     assert plan.stats == EXPECTED_JOBS
-    assert sum(plan.stats.values()) == 52
+    assert sum(plan.stats.values()) == 54
     # the refined radii: the 2-class trained nets only, worst and universal on the main grid,
     # worst on the scaling grid (config.yaml's fa.refine)
     refine = Counter((j.wildcards["grid"], j.wildcards["radius"]) for j in plan.of("fa_refine"))
@@ -54,7 +54,26 @@ def test_dry_run_plans_every_rule(tmp_path):
     assert len(refs) == 4 and all(j.wildcards["optimizer"] == "handbuilt" for j in refs)
     assert all(j.wildcards["model"] == "two_layer_m2" for j in plan.of("analyze"))
     assert all(j.wildcards["model"] == "two_layer_m2" for j in plan.of("decompose"))
+    # the sweep's nets are decomposed where the decomposition is defined (n_train <= d):
+    # @k=2 (n = d = 40), not @d=20 (n = 40 > d); the base's are the main runs' jobs
+    dec = Counter((j.wildcards["dataset"], j.wildcards["seed"]) for j in plan.of("decompose"))
+    assert dec == {("tiny_clusters", "0"): 2, ("tiny_clusters", "1"): 2,
+                   ("tiny_clusters@k=2", "0"): 2}  # fmt: skip
+    (scaling,) = plan.of("fa_scaling_figure")
+    tables = [f for f in scaling.input if f.endswith("analysis/decomposition.json")]
+    assert (
+        sorted(f.split("/")[2] for f in tables) == ["tiny_clusters"] * 2 + ["tiny_clusters@k=2"] * 2
+    )
+    (figures,) = plan.of("fa_figures")  # the trained nets' metrics.json (fine_acc)
+    assert sum(f.endswith("/metrics.json") for f in figures.input) == 4
     assert not (tmp_path / "results").exists(), "a dry run must not write results"
+
+
+def test_sweep_decompose_false_plans_no_sweep_decompose_job(tmp_path):
+    off = write_yaml(tmp_path / "off.yaml", {"studies": {"fa": {"scaling": {"decompose": False}}}})
+    plan = parse_dry_run(snakemake(tmp_path, "-n", configfiles=(TINY, off), timeout=120))
+    assert {j.wildcards["dataset"] for j in plan.of("decompose")} == {"tiny_clusters"}
+    assert plan.stats["decompose"] == 4
 
 
 def _readout_outputs(job) -> list[str]:

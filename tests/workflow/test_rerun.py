@@ -197,11 +197,12 @@ LIBRARY_EDITS = {
     ),
     # the training path of the trained two-layer nets (ibrobust.kinds.TRAINERS["gram_gd"]):
     # their 8 train jobs (not the 4 hand-built references) and everything downstream of them
-    # (2-class: main 2 + scaling 3 attacks; k-class: main 2 + scaling 3, all readouts each)
+    # (2-class: main 2 + scaling 3 attacks; k-class: main 2 + scaling 3, all readouts each;
+    # decompose: main 4 + the sweep's 2 on tiny_clusters@k=2)
     "training/full_batch.py": Counter(
         train=8,
         analyze=4,
-        decompose=4,
+        decompose=6,
         attack=5,
         attack_readouts_fa=5,
         fa_figures=1,

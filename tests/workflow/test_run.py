@@ -50,6 +50,10 @@ CSV_COLUMNS = {
         "sqrt_d_over_k",
         "half_sqrt_d",
         "sqrt_half_d",
+        # the sweep's decomposed nets' final lambdas (scaling.decompose, the default)
+        "fa_index",
+        "other_class_ratio",
+        "decoupling_ratio",
         *RUN_KEYS,
     },
     "scaling_summary": {"key", "label", "readout", "slope", "slope.seed_mean", "values"},
@@ -68,6 +72,7 @@ CSV_COLUMNS = {
         "fa_index",
         "residual_max",
         "cosine_same_class_mean",
+        "fine_acc",
     },
 }
 

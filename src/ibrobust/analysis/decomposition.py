@@ -87,12 +87,28 @@ def other_class_ratio(lam: torch.Tensor, same_class: torch.Tensor) -> torch.Tens
     return torch.where(own > 0, other / own, torch.full_like(own, float("nan")))
 
 
-def decompose_checkpoints(state: dict, data) -> tuple[list[dict], list[dict]]:
+def decoupling_ratio(lam: torch.Tensor, own: torch.Tensor) -> torch.Tensor:
+    """(N,) max_{j != i} |lambda_j| / lambda_i per neuron, i = ``own`` (N,) its own feature
+    (a k-class net's head i is trained on cluster i): the cross coefficients against the
+    own one (the decoupling theorem's o(1) against Omega(1)). A neuron whose own lambda is
+    not positive (it learned no feature) gives NaN."""
+    rows = torch.arange(lam.shape[0])
+    mine = lam[rows, own]
+    cross = lam.abs().clone()
+    cross[rows, own] = 0.0
+    return torch.where(mine > 0, cross.amax(1) / mine, torch.full_like(mine, float("nan")))
+
+
+def decompose_checkpoints(
+    state: dict, data, supervision: str = "binary"
+) -> tuple[list[dict], list[dict]]:
     """(rows, trajectory) of a saved two-layer net's checkpoints after step 0: one row per
     (step, neuron, feature) with its lambda and residual, and per step the mean feature
-    averaging index, the mean other-class ratio and the largest residual. ``data``: its
-    cluster Dataset (means and
-    training noise); ValueError when it has none or the model has no checkpoint after 0."""
+    averaging index, the mean other-class ratio, the largest residual and, for a k-class
+    net (``supervision`` "multiclass": head i is cluster i's), the mean decoupling ratio
+    (:func:`decoupling_ratio`; NaN for a 2-class net). ``data``: its cluster Dataset (means
+    and training noise); ValueError when it has none, the model has no checkpoint after 0,
+    or a k-class net has not one head per cluster."""
     if data.means is None or "train_noise" not in data.extras:
         raise ValueError("the decomposition needs cluster data (means and training noise)")
     h, m, d = state["weight"].shape
@@ -101,6 +117,11 @@ def decompose_checkpoints(state: dict, data) -> tuple[list[dict], list[dict]]:
     same_class = readout[heads][:, None] == data.sign[None, :]  # (N, k)
     w0 = state["init_weight"].reshape(h * m, d)
     noise = data.extras["train_noise"].float()
+    if supervision not in ("binary", "multiclass"):
+        raise ValueError(f"supervision must be 'binary' or 'multiclass', got {supervision!r}")
+    kclass = supervision == "multiclass"
+    if kclass and h != data.k:
+        raise ValueError(f"a k-class net needs one head per cluster, got {h} heads, k={data.k}")
     rows, trajectory = [], []
     for c, step in enumerate(state["ckpt_steps"].tolist()):
         if step == 0:
@@ -109,6 +130,7 @@ def decompose_checkpoints(state: dict, data) -> tuple[list[dict], list[dict]]:
         dec = lambda_decomposition(wt - w0, data.means.float(), noise, data.train.fine)
         fa = feature_averaging_index(dec.lam, same_class)
         other = other_class_ratio(dec.lam, same_class)
+        decoupling = decoupling_ratio(dec.lam, heads) if kclass else torch.tensor(float("nan"))
         rows += [
             {"step": step, "neuron": r, "head": int(heads[r]), "head_sign": float(readout[heads[r]]),
              "feature": j, "feature_sign": float(data.sign[j]), "lambda": float(dec.lam[r, j]),
@@ -119,6 +141,7 @@ def decompose_checkpoints(state: dict, data) -> tuple[list[dict], list[dict]]:
         trajectory.append(
             {"step": step, "fa_index_mean": float(fa.nanmean()),
              "other_class_ratio_mean": float(other.nanmean()),
+             "decoupling_ratio_mean": float(decoupling.nanmean()),
              "residual_max": float(dec.residual.max())}
         )  # fmt: skip
     if not trajectory:

@@ -92,6 +92,36 @@ def decomposed_runs(cfg: dict, study: str) -> list[dict[str, Any]]:
     return [r for r in runs if decomposes(cfg, r["model"])]
 
 
+def sweep_decomposed_runs(cfg: dict, study: str) -> list[dict[str, Any]]:
+    """The scaling sweep's trained runs whose nets are decomposed (``scaling.decompose``):
+    those of models the decomposition applies to, on the sweep's datasets where it is defined
+    (:func:`decomposable`: n_train <= d); the sweep table's lambda columns are NaN for the
+    rest. Base-dataset runs are the study's own (the same jobs)."""
+    sc = cfg["studies"][study].get("scaling")
+    part = plan.study_parts(cfg, study, ["scaling"])
+    if sc is None or not sc["decompose"] or not part:
+        return []
+    entries = _sweep_entries(cfg, sc)
+    runs = plan.as_dicts(plan.trained_runs(cfg, study, part[0]["datasets"], part[0]["seeds"]))
+    return [r for r in runs if decomposes(cfg, r["model"]) and decomposable(entries[r["dataset"]])]
+
+
+def _sweep_entries(cfg: dict, sc: dict) -> dict[str, dict]:
+    """Each of the sweeps' datasets -> its entry (the base entry with the swept key set)."""
+    base = cfg["datasets"][sc["dataset"]]
+    return {
+        sweep_dataset(cfg, sc["dataset"], key, v): dict(base, **{key: typed(base, key, v)})
+        for key, values in sc["sweeps"].items()
+        for v in values
+    }
+
+
+def decomposable(ds: dict) -> bool:
+    """Whether the lambda decomposition is defined on a dataset (:func:`_check_decomposable`'s
+    requirement, n_train <= d: GD's coefficients on the training inputs are unique)."""
+    return "n_train" in ds and "d" in ds and ds["n_train"] <= ds["d"]
+
+
 def first_seed_decomposed(cfg: dict, study: str) -> list[dict[str, Any]]:
     seed = cfg["studies"][study]["seeds"][0]
     return [r for r in decomposed_runs(cfg, study) if r["seed"] == seed]
@@ -158,7 +188,7 @@ def check(cfg: dict, st: dict, where: str) -> None:
     check_optimizers(cfg, st, where, "network")
     check_attacks(cfg, st, where, st["datasets"])
     if st.get("scaling") is not None:
-        _check_scaling(cfg, st["scaling"], f"{where}.scaling")
+        _check_scaling(cfg, st, f"{where}.scaling")
     if st.get("refine") is not None:
         _check_refine(st, f"{where}.refine")
 
@@ -177,9 +207,11 @@ def _check_refine(st: dict, where: str) -> None:
                 )
 
 
-def _check_scaling(cfg: dict, sc: dict, where: str) -> None:
-    """The sweeps' variants must be valid datasets of the base's kind (the lambda
-    decomposition is not run on them: n_train > d is fine here)."""
+def _check_scaling(cfg: dict, st: dict, where: str) -> None:
+    """The sweeps' variants must be valid datasets of the base's kind. n_train > d is fine
+    here: the lambda decomposition (``decompose``) runs only on the variants where it is
+    defined, and needs a model it applies to and at least one such variant."""
+    sc = st["scaling"]
     if sc["dataset"] not in cfg["datasets"]:
         raise ConfigError(
             f"config key {where}.dataset: {sc['dataset']!r} is not defined under datasets"
@@ -198,6 +230,24 @@ def _check_scaling(cfg: dict, sc: dict, where: str) -> None:
             if integer and float(v) != int(v):
                 raise ConfigError(f"config key {at}: {key} must be an integer, got {v}")
             DATASETS.check_entry(dict(base, **{key: typed(base, key, v)}), at)
+    if sc["decompose"]:
+        _check_sweep_decomposable(cfg, st, where)
+
+
+def _check_sweep_decomposable(cfg: dict, st: dict, where: str) -> None:
+    sc = st["scaling"]
+    if not decomposed(cfg, st):
+        raise ConfigError(
+            f"config key {where}.decompose: true, but none of the study's models "
+            f"{st['models']} has a lambda decomposition (set it to false)"
+        )
+    entries = _sweep_entries(cfg, sc)
+    if not any(decomposable(e) for e in entries.values()):
+        raise ConfigError(
+            f"config key {where}.decompose: true, but no dataset of the sweeps "
+            f"{sorted(entries)} has n_train <= d, which the lambda decomposition needs "
+            "(set it to false)"
+        )
 
 
 def _check_decomposable(ds: dict, where: str) -> None:

@@ -3,7 +3,10 @@
 Each sweep varies one dataset key (k at fixed d, d at fixed k, ...) of a base clusters
 dataset; each attacked net (2-class, k-class under each binary readout, robust reference)
 has one critical radius per value (50 % point of the worst case over attacks of its
-readout). Theory lines: sqrt(d/k) (2-class GD, Li et al.), sqrt(d)/2 and sqrt(d/2).
+readout). Theory lines: sqrt(d/k) (2-class GD, Li et al.), sqrt(d)/2 and sqrt(d/2). Where
+the sweep's nets are decomposed (``scaling.decompose``), each row carries its net's final-
+checkpoint lambda quantities (:data:`LAMBDA_COLUMNS`), NaN where the decomposition is not
+defined (n_train > d) or does not apply (the reference).
 """
 
 from __future__ import annotations
@@ -17,6 +20,12 @@ from ibrobust.analysis.robustness import critical_radius
 from ibrobust.studies.feature_averaging.tables import HI, LO, REFINED, radius_bracket
 
 RUN = ["dataset", "model", "optimizer", "supervision", "seed", "readout"]
+# column of the table <- key of the net's decomposition summary (rule decompose)
+LAMBDA_COLUMNS = {
+    "fa_index": "fa_index_final",
+    "other_class_ratio": "other_class_ratio_final",
+    "decoupling_ratio": "decoupling_ratio_final",
+}
 
 
 def scaling_table(
@@ -25,6 +34,7 @@ def scaling_table(
     sweeps: Mapping[str, list[str]],
     model_labels: Mapping[str, str | None],
     refined: Sequence[Mapping] = (),
+    decompositions: Sequence[Mapping] | None = None,
 ) -> pd.DataFrame:
     """One row per (swept key, run, readout): the value of the key, d, k, the critical
     radius with its read-off bracket (``critical_radius`` + :data:`~ibrobust.studies.
@@ -33,8 +43,14 @@ def scaling_table(
     with its run, with the refined radius in ``REFINED``) and the theory lines. ``curves``:
     tidy attack tables (``RUN`` + attack, eps, robust_acc); ``sweeps``: key -> the datasets of
     its values (a dataset may be in several sweeps, e.g. the base one); ``model_labels``:
-    model -> its kind's label (None: a run is labelled by its supervision)."""
+    model -> its kind's label (None: a run is labelled by its supervision);
+    ``decompositions``: the decomposed nets' summaries tagged with their run (``RUN`` less
+    readout): given, the rows gain :data:`LAMBDA_COLUMNS` (NaN for a run without one, or a
+    summary without that key)."""
     fine = {tuple(r[k] for k in RUN[:5]): r for r in refined if r.get("radius", "worst") == "worst"}
+    lams = None
+    if decompositions is not None:
+        lams = {tuple(r[c] for c in RUN[:-1]): r for r in decompositions}
     radii, brackets, refined_r = {}, {}, {}
     for key, g in curves[curves.attack == "worst"].groupby(RUN, sort=False):
         g = g.sort_values("eps")
@@ -67,7 +83,15 @@ def scaling_table(
                     "sqrt_half_d": (d / 2) ** 0.5,
                 }
             )
+            if lams is not None:
+                dec = lams.get(run[:-1], {})
+                rows[-1].update({c: _number(dec.get(k)) for c, k in LAMBDA_COLUMNS.items()})
     return pd.DataFrame(rows)
+
+
+def _number(v) -> float:
+    """A summary's value as a float (NaN for a missing or null one)."""
+    return float("nan") if v is None else float(v)
 
 
 def loglog_slope(x: pd.Series, y: pd.Series) -> float:

@@ -1,5 +1,5 @@
 """Study FA's summary table: per (setting, readout, seed) the critical radii, clean accuracy,
-averaging index and coefficients of the lambda decomposition and the same-class cosine; 2-class
+the k-class nets' accuracy on the cluster labels (fine_acc), averaging index and coefficients of the lambda decomposition and the same-class cosine; 2-class
 and reference nets have one score, so their rows repeat under each binary readout."""
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from ibrobust.stages.tables import mean_std, per_readout
 
 RUN_KEY = ("dataset", "model", "optimizer", "supervision", "seed")
 GROUP = ["dataset", "model", "optimizer", "readout", "setting"]
-NUMERIC_PREFIXES = ("critical", "clean", "fa_", "other_", "residual", "cosine")
+NUMERIC_PREFIXES = ("critical", "clean", "fine_", "fa_", "other_", "residual", "cosine")
+FINE_ACC = "test.fine_acc"  # the training job's metrics.json key of the k-class nets' argmax
+# accuracy on the k cluster labels (rule train)
 # the read-off bracket of a critical radius (columns <radius column><LO> / <HI>): the radius
 # grid's cell it is interpolated in, or the bisection's bracket where it was refined (rule
 # fa_refine); NaN where the radius never fell to the level on the grid (censored)
@@ -43,15 +45,19 @@ def summary_table(
     labels: Mapping[str, str | None],
     readouts: Sequence[str],
     refined: Sequence[dict] = (),
+    metrics: Sequence[dict] = (),
 ) -> pd.DataFrame:
-    """One row per attacked run and readout. ``attack``, ``analysis``, ``decomposition``: the
-    runs' result dicts tagged with their wildcards (:data:`RUN_KEY`); ``labels``: model -> its
-    kind's label (None: the row is named by its supervision); ``refined``: the refined.json of
-    rule fa_refine, tagged with the run's wildcards and ``radius`` (the column refined: worst
-    or an attack). Each critical radius has its read-off bracket (:data:`LO`, :data:`HI`,
-    :func:`radius_bracket`)."""
+    """One row per attacked run and readout. ``attack``, ``analysis``, ``decomposition``,
+    ``metrics`` (the trained nets' metrics.json): the runs' result dicts tagged with their
+    wildcards (:data:`RUN_KEY`); ``labels``: model -> its kind's label (None: the row is
+    named by its supervision); ``refined``: the refined.json of rule fa_refine, tagged with
+    the run's wildcards and ``radius`` (the column refined: worst or an attack). Each
+    critical radius has its read-off bracket (:data:`LO`, :data:`HI`,
+    :func:`radius_bracket`). ``fine_acc``: a run's :data:`FINE_ACC` (NaN where it has none:
+    2-class nets, the reference)."""
     ref = {(*_key(r), r["radius"]): r for r in refined}
     ana = {_key(r): r for r in analysis}
+    fine_acc = {_key(r): r[FINE_ACC] for r in metrics if r.get(FINE_ACC) is not None}
     dec = {_key(r): r for r in decomposition}
     rows = []
     for r in attack:
@@ -69,6 +75,7 @@ def summary_table(
                         f"critical_radius.{a}{HI}": hi,
                         f"critical_radius.{a}{REFINED}": math.nan if fine is None
                         else float(fine["critical_radius"])})  # fmt: skip
+        row["fine_acc"] = float(fine_acc.get(key, math.nan))
         if key in dec:
             row.update(
                 fa_index=dec[key]["fa_index_final"],
