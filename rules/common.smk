@@ -239,6 +239,16 @@ def study_outputs(study, default=False):
     return studies.study_outputs(config, study, default)
 
 
+def decided_outputs(study):
+    """What a look builds of an extended study: the outputs already built here (their
+    aggregates rerun over the new units: their inputs changed), or all of them for a study
+    never built here. A part the plan did not extend and that was never built (PRELU's MNIST
+    half when only the synthetic half ran) stays unbuilt: the plan priced none of it."""
+    outs = study_outputs(study)
+    built = [f for f in outs if os.path.exists(f)]
+    return built or outs
+
+
 CLAIMS_LEDGER = [f"results/claims/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]
 # the full ledger of `snakemake reproduce`: every study of the config, every output
 CLAIMS_LEDGER_ALL = [f"results/claims/all/claims.{ext}" for ext in ("md", "csv", "html", "png", "pdf")]

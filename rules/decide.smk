@@ -44,27 +44,17 @@ DECIDE_LEDGER_INPUT = _checkout_path(DECIDE["ledger"]) if DECIDE["ledger"] else 
 DECIDED_STUDIES = [s for s in BASE_STUDIES if study_look(DECIDE["looks"], s) > 1]
 
 
-def _decided_outputs(study):
-    """What a look builds of an extended study: the outputs already built here (their
-    aggregates rerun over the new units: their inputs changed), or all of them for a study
-    never built here. A part the plan did not extend and that was never built (PRELU's MNIST
-    half when only the synthetic half ran) stays unbuilt: the plan priced none of it."""
-    outs = study_outputs(study)
-    built = [f for f in outs if os.path.exists(f)]
-    return built or outs
-
-
 # what the look's ledger reads: those outputs of the extended studies (their new units' jobs
 # and the aggregates those touch), and the other studies' outputs where they exist (a study
 # never built here reads "not run: output absent" in it)
 DECIDE_LEDGER_FILES = sorted(
-    {f for s in DECIDED_STUDIES for f in _decided_outputs(s)}
+    {f for s in DECIDED_STUDIES for f in decided_outputs(s)}
     | {f for s in BASE_STUDIES if s not in DECIDED_STUDIES for f in study_outputs(s)
        if os.path.exists(f)}
 )  # fmt: skip
 DECIDE_TARGETS = (
     DECIDE_PLAN if DECIDE["dry"] or not DECIDE["looks"]
-    else [f for s in DECIDED_STUDIES for f in _decided_outputs(s)] + DECIDE_LEDGER
+    else [f for s in DECIDED_STUDIES for f in decided_outputs(s)] + DECIDE_LEDGER
 )  # fmt: skip
 
 
