@@ -56,3 +56,13 @@ def test_measured_rows_and_unmatched_rows_are_left_as_they_are():
     other = row(**ABSENT, setting="b")  # no earlier row for setting b
     out, log = carry(pd.DataFrame([measured, other]), pd.DataFrame([row(**OLD)]), "L0")
     assert list(out.verdict) == ["inconclusive", "not run"] and log == []
+
+
+def test_a_row_not_applicable_before_is_so_again_and_listed_where_its_claim_is_judged():
+    old = row(verdict="not applicable", reason="the study trains 1 run (judged in t)")
+    judged = row(study="t", verdict="holds", ci_lo=0.95, ci_hi=1.05)
+    out, log = carry(pd.DataFrame([row(**ABSENT), judged]), pd.DataFrame([old]), "L0")
+    assert list(out.study) == ["t"]  # s's duplicate not-applicable row is gone
+    assert log == ["x [a]: not applicable, as in L0"]
+    alone, _ = carry(pd.DataFrame([row(**ABSENT)]), pd.DataFrame([old]), "L0")
+    assert (alone.iloc[0].verdict, alone.iloc[0].reason) == ("not applicable", old["reason"])

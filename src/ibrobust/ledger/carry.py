@@ -4,7 +4,9 @@ same claim (study, id, setting) from an earlier ledger, and its verdict is decid
 under the new row's rule (:func:`ibrobust.ledger.recorded.interval_verdict`), so a committed
 ledger never mixes an old verdict with a new rule. Only where that re-decision is sound:
 the measure is the same and the form reads one interval against bounds (bound, direction,
-equivalence). A row whose measure or per-cell form changed stays *not run*, with the reason.
+equivalence). A row whose measure or per-cell form changed stays *not run*, with the reason;
+one that was *not applicable* (by the study's design) is so again, and listed once where
+another study judges the claim (:func:`ibrobust.ledger.one_verdict.one_verdict_per_claim`).
 Pure (tables in, table out); ``ibrobust claims carry`` is the command."""
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import math
 
 import pandas as pd
 
-from ibrobust.claims.verdicts import NOT_RUN
+from ibrobust.claims.verdicts import NOT_APPLICABLE, NOT_RUN
+from ibrobust.ledger.one_verdict import one_verdict_per_claim
 from ibrobust.ledger.recorded import interval_verdict
 
 KEY = ("study", "id", "setting")
@@ -55,6 +58,10 @@ def carry(new: pd.DataFrame, old: pd.DataFrame, old_name: str) -> tuple[pd.DataF
         if not _absent(row) or prev is None or prev["verdict"] == NOT_RUN:
             continue
         name = f"{key[1]} [{key[2]}]"
+        if prev["verdict"] == NOT_APPLICABLE:  # by the study's design: no measurement to carry
+            out.at[i, "verdict"], out.at[i, "reason"] = NOT_APPLICABLE, prev["reason"]
+            log.append(f"{name}: not applicable, as in {old_name}")
+            continue
         if not _same(prev.get("measure"), row["measure"]):
             out.at[i, "reason"] = f"{row['reason']}; its measure changed since {old_name}"
             log.append(f"{name}: not carried (the measure changed)")
@@ -80,4 +87,5 @@ def carry(new: pd.DataFrame, old: pd.DataFrame, old_name: str) -> tuple[pd.DataF
             )
         out.at[i, "note"] = "; ".join(s for s in (str(row["note"] or ""), note) if s and s != "nan")
         log.append(f"{name}: carried, {prev['verdict']} -> {verdict}")
-    return out, log
+    # a row now not applicable again is dropped where another study judges its claim
+    return one_verdict_per_claim(out), log
