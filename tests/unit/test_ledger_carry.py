@@ -66,3 +66,12 @@ def test_a_row_not_applicable_before_is_so_again_and_listed_where_its_claim_is_j
     assert log == ["x [a]: not applicable, as in L0"]
     alone, _ = carry(pd.DataFrame([row(**ABSENT)]), pd.DataFrame([old]), "L0")
     assert (alone.iloc[0].verdict, alone.iloc[0].reason) == ("not applicable", old["reason"])
+
+
+def test_a_claim_with_one_row_is_matched_when_only_its_setting_text_changed():
+    new = row(**ABSENT, setting="a (3 seeds)")
+    out, log = carry(pd.DataFrame([new]), pd.DataFrame([row(**OLD)]), "L0")
+    assert out.iloc[0].verdict == "holds" and log == ["x [a (3 seeds)]: carried, holds -> holds"]
+    two = [row(**ABSENT, setting="a1"), row(**ABSENT, setting="a2")]  # which one: not guessed
+    out, log = carry(pd.DataFrame(two), pd.DataFrame([row(**OLD)]), "L0")
+    assert list(out.verdict) == ["not run", "not run"] and log == []
