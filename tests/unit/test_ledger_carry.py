@@ -75,3 +75,15 @@ def test_a_claim_with_one_row_is_matched_when_only_its_setting_text_changed():
     two = [row(**ABSENT, setting="a1"), row(**ABSENT, setting="a2")]  # which one: not guessed
     out, log = carry(pd.DataFrame(two), pd.DataFrame([row(**OLD)]), "L0")
     assert list(out.verdict) == ["not run", "not run"] and log == []
+
+
+def test_the_setting_dependent_flag_is_kept_only_under_the_same_rule():
+    flagged = dict(setting_dependent="True", setting_dependent_reason="flips at lr 0.5")
+    old = pd.DataFrame([row(**OLD, **flagged)])
+    same = row(verdict="holds", ci_lo=0.95, ci_hi=1.05)
+    out, _ = carry(pd.DataFrame([same]), old, "L0")
+    assert (out.iloc[0].setting_dependent, out.iloc[0].setting_dependent_reason) == (
+        "True", "flips at lr 0.5",
+    )  # fmt: skip
+    changed = row(verdict="holds", ci_lo=0.95, ci_hi=1.05, rule="r2")
+    assert carry(pd.DataFrame([changed]), old, "L0")[0].iloc[0].setting_dependent == ""

@@ -7,7 +7,9 @@ the measure is the same and the form reads one interval against bounds (bound, d
 equivalence). A row whose measure or per-cell form changed stays *not run*, with the reason;
 one that was *not applicable* (by the study's design) is so again, and listed once where
 another study judges the claim (:func:`ibrobust.ledger.one_verdict.one_verdict_per_claim`).
-Pure (tables in, table out); ``ibrobust claims carry`` is the command."""
+Every row whose rule and measure are the same as the earlier row's keeps its
+*setting-dependent* flag (the sweep judged that rule). Pure (tables in, table out);
+``ibrobust claims carry`` is the command."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ RULE = ("form", "rule", "strong_lo", "strong_hi", "weak_lo", "weak_hi")
 # forms whose verdict is one interval against the bounds (existential / universal / asymptotic
 # rows are decided per cell or along a trend: their stored interval is not enough)
 ONE_INTERVAL = ("bound", "direction", "equivalence")
+FLAG = "setting_dependent"  # kept from the earlier ledger where the rule is the same
 
 
 def _absent(row: pd.Series) -> bool:
@@ -47,6 +50,20 @@ def _interval(row: pd.Series) -> tuple[float, float] | None:
     return None if math.isnan(lo) or math.isnan(hi) else (lo, hi)
 
 
+def _same_rule(prev: pd.Series, row: pd.Series, measure: bool = True) -> bool:
+    keys = (*RULE, "measure") if measure else RULE
+    return all(_same(prev.get(k), row[k]) for k in keys)
+
+
+def _keep_flags(out: pd.DataFrame, i, prev: pd.Series) -> None:
+    """The earlier row's setting-dependent flag (its sweep, ibrobust.ledger.sensitivity),
+    where the new row has none and the rule and measure are the same: the sweep judged
+    this rule."""
+    if str(out.at[i, FLAG]) in ("", "nan") and str(prev.get(FLAG, "")) not in ("", "nan"):
+        out.at[i, FLAG] = prev[FLAG]
+        out.at[i, FLAG + "_reason"] = prev.get(FLAG + "_reason", "")
+
+
 def carry(new: pd.DataFrame, old: pd.DataFrame, old_name: str) -> tuple[pd.DataFrame, list[str]]:
     """``new`` with its output-absent rows measured from ``old`` (named ``old_name`` in each
     carried row's note), and one line per carried or refused row."""
@@ -61,6 +78,8 @@ def carry(new: pd.DataFrame, old: pd.DataFrame, old_name: str) -> tuple[pd.DataF
         prev = before.get(key)
         if prev is None and once[i]:
             prev = alone.get(key[:2])
+        if prev is not None and _same_rule(prev, row):
+            _keep_flags(out, i, prev)
         if not _absent(row) or prev is None or prev["verdict"] == NOT_RUN:
             continue
         name = f"{key[1]} [{key[2]}]"
@@ -72,7 +91,7 @@ def carry(new: pd.DataFrame, old: pd.DataFrame, old_name: str) -> tuple[pd.DataF
             out.at[i, "reason"] = f"{row['reason']}; its measure changed since {old_name}"
             log.append(f"{name}: not carried (the measure changed)")
             continue
-        same_rule = all(_same(prev.get(k), row[k]) for k in RULE)
+        same_rule = _same_rule(prev, row, measure=False)
         iv = _interval(prev)
         if not same_rule and (row["form"] not in ONE_INTERVAL or iv is None):
             out.at[i, "reason"] = (
