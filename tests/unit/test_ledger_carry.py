@@ -31,11 +31,11 @@ def test_the_same_rule_keeps_the_stored_verdict_and_measurement():
 
 def test_a_changed_bound_rule_is_decided_again_from_the_stored_interval():
     # strong band now [1.1, 1.3]: [0.95, 1.05] lies in the weak region [0, 2] only
-    new = row(**ABSENT, rule="r2", strong_lo=1.1, strong_hi=1.3)
+    new = row(**ABSENT, strong_lo=1.1, strong_hi=1.3)
     out, _ = carry(pd.DataFrame([new]), pd.DataFrame([row(**OLD)]), "L0")
     assert out.iloc[0].verdict == "holds weaker"
     assert "holds before" in out.iloc[0].note
-    wholly_outside = row(**ABSENT, rule="r3", weak_lo=1.2, weak_hi=2.0, strong_lo=1.5)
+    wholly_outside = row(**ABSENT, weak_lo=1.2, weak_hi=2.0, strong_lo=1.5)
     assert (
         carry(pd.DataFrame([wholly_outside]), pd.DataFrame([row(**OLD)]), "L0")[0].iloc[0].verdict
         == "does not hold"
@@ -43,7 +43,7 @@ def test_a_changed_bound_rule_is_decided_again_from_the_stored_interval():
 
 
 def test_a_changed_per_cell_form_or_measure_is_not_carried():
-    new = row(**ABSENT, rule="r2", form="existential")
+    new = row(**ABSENT, strong_lo=0.5, form="existential")
     out, log = carry(pd.DataFrame([new]), pd.DataFrame([row(**OLD)]), "L0")
     assert out.iloc[0].verdict == "not run" and "needs its run" in out.iloc[0].reason
     new = row(**ABSENT, measure="m2")
@@ -85,5 +85,11 @@ def test_the_setting_dependent_flag_is_kept_only_under_the_same_rule():
     assert (out.iloc[0].setting_dependent, out.iloc[0].setting_dependent_reason) == (
         "True", "flips at lr 0.5",
     )  # fmt: skip
-    changed = row(verdict="holds", ci_lo=0.95, ci_hi=1.05, rule="r2")
+    changed = row(verdict="holds", ci_lo=0.95, ci_hi=1.05, strong_lo=1.0)
     assert carry(pd.DataFrame([changed]), old, "L0")[0].iloc[0].setting_dependent == ""
+
+
+def test_a_rule_text_that_only_names_another_level_is_the_same_rule():
+    new = row(**ABSENT, rule="holds: the 96.96 % interval within [0.9, 1.1] ...")
+    out, log = carry(pd.DataFrame([new]), pd.DataFrame([row(**OLD, rule="the 95 % ...")]), "L0")
+    assert out.iloc[0].verdict == "holds" and "re-decided" not in out.iloc[0].note

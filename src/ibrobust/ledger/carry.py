@@ -25,7 +25,9 @@ KEY = ("study", "id", "setting")
 # what a study's run measured: copied from the earlier ledger
 MEASURED = ("ours_mean", "ours_spread", "ci_lo", "ci_hi", "ci_method", "n", "unit", "points",
             "lower_bound", "fragile", "fragile_reason")  # fmt: skip
-RULE = ("form", "rule", "strong_lo", "strong_hi", "weak_lo", "weak_hi")
+# the rule: its form and bounds (its text also names the interval's level, which a look of
+# `snakemake decide` changes without changing the rule)
+RULE = ("form", "strong_lo", "strong_hi", "weak_lo", "weak_hi")
 # forms whose verdict is one interval against the bounds (existential / universal / asymptotic
 # rows are decided per cell or along a trend: their stored interval is not enough)
 ONE_INTERVAL = ("bound", "direction", "equivalence")
