@@ -97,6 +97,10 @@ def small(**flow) -> dict:
 
 # ---- a study of one run that stops at -120 (config.yaml's margin) ---------------------------
 def test_margin_one_run_study_judges_only_what_one_run_can(tmp_path):
+    # known from the config (one seed) before any output exists: not "not run"
+    bare = ledger(tmp_path / "bare", default_config(margin=True), {})
+    for id_ in ("margin.normalized_grows", "margin.kkt_residual_falls", "margin.robust_rises_test"):
+        assert one(bare, "margin", id_).verdict == NOT_APPLICABLE, id_
     files = files_of("margin", [run(0, dataset="margin_mnist")])
     df = ledger(tmp_path, default_config(margin=True), files)
     reasons = {id_: one(df, "margin", id_).reason for id_ in (

@@ -303,6 +303,20 @@ def no_flow(ctx: StudyContext) -> str | None:
     return None
 
 
+def one_seed(ctx: StudyContext) -> str | None:
+    """``not_applicable``: a trend along training needs several runs, and the study is
+    configured to train one (its seeds): the same reason its measures give on one run's
+    outputs (:func:`_needs_runs`), known before any output exists."""
+    seeds = ctx.config.get("seeds") or []
+    if len(seeds) < 2:
+        return (
+            f"the study trains {len(seeds)} loss-based run: a trend or a rate judged on one "
+            "run has no interval over runs (judged in a study with several seeds, e.g. "
+            "margin_small)"
+        )
+    return None
+
+
 def off_paper_scale(ctx: StudyContext) -> str | None:
     """``not_applicable``: the table's epoch counts hold for its 600 SGD steps per epoch
     (60,000 images, batch 100); an epoch of another size is another unit of time."""
@@ -327,4 +341,9 @@ MEASURES = {
     "robust_area": robust_area,
     "certificate": fixed(certificate),
 }
-CONTEXT = {"stops_before": stops_before, "no_flow": no_flow, "off_paper_scale": off_paper_scale}
+CONTEXT = {
+    "stops_before": stops_before,
+    "no_flow": no_flow,
+    "off_paper_scale": off_paper_scale,
+    "one_seed": one_seed,
+}
