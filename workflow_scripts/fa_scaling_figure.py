@@ -17,7 +17,12 @@ with Job(snakemake) as job:
     refined = gather_json(list(snakemake.input.refined), p.refined_runs)
     decs = gather_json(list(snakemake.input.decompositions), p.decomposed_runs)
     table = scaling_table(
-        curves, p.datasets, p.sweeps, p.model_labels, refined, decs if p.decompose else None
+        curves,
+        p.datasets,
+        p.sweeps,
+        p.model_labels,
+        refined=refined,
+        decompositions=decs if p.decompose else None,
     )
     slopes = scaling_slopes(table)
     job.log.info("slopes:\n%s", slopes.round(3).to_string(index=False))

@@ -197,7 +197,9 @@ def test_scaling_table_joins_each_nets_final_lambdas_by_run_not_readout():
         {**tag, "supervision": "multiclass", "fa_index_final": 0.0,
          "other_class_ratio_final": 0.9, "decoupling_ratio_final": 0.3},
     ]  # fmt: skip
-    table = scaling_table(_curves(runs), datasets, {"d": list(datasets)}, {"m": None}, decs)
+    table = scaling_table(
+        _curves(runs), datasets, {"d": list(datasets)}, {"m": None}, decompositions=decs
+    )
     big = table[table.d == 256].set_index(["supervision", "readout"])
     assert len(big) == 4
     for ro in ("sum", "argmax"):

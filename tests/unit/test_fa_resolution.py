@@ -164,7 +164,7 @@ def test_scaling_table_brackets_each_radius():
                  radius="worst", critical_radius=0.995, critical_radius_lo=0.99,
                  critical_radius_hi=1.0)]  # fmt: skip
     table = scaling_table(curves, {"b@k=2": {"d": 4, "k": 2}}, {"k": ["b@k=2"]},
-                          {"m": None}, fine)  # fmt: skip
+                          {"m": None}, refined=fine)  # fmt: skip
     t = table.set_index("seed")
     assert t.loc[0, "critical_radius"] == pytest.approx(1.0)
     assert (t.loc[0, "critical_radius.lo"], t.loc[0, "critical_radius.hi"]) == (0.5, 1.0)

@@ -56,7 +56,7 @@ def test_summary_carries_the_k_class_nets_fine_accuracy_from_their_metrics():
     metrics = [{**RUN, **multi, "seed": 0, "test.fine_acc": 0.75, "test.binary_acc": 1.0},
                {**RUN, **multi, "seed": 1, "test.fine_acc": 1.0},
                {**RUN, "seed": 0, "test.binary_acc": 1.0}]  # fmt: skip
-    t = summary_table(attack, [], [], LABELS, ["sum", "argmax"], metrics)
+    t = summary_table(attack, [], [], LABELS, ["sum", "argmax"], metrics=metrics)
     k = t[t.setting == "multiclass"].set_index(["seed", "readout"]).fine_acc
     assert k[(0, "sum")] == 0.75 and k[(0, "argmax")] == 0.75 and k[(1, "sum")] == 1.0
     assert t[t.setting == "binary"].fine_acc.isna().all()

@@ -33,6 +33,7 @@ def scaling_table(
     datasets: Mapping[str, Mapping],
     sweeps: Mapping[str, list[str]],
     model_labels: Mapping[str, str | None],
+    *,
     refined: Sequence[Mapping] = (),
     decompositions: Sequence[Mapping] | None = None,
 ) -> pd.DataFrame:

@@ -44,6 +44,7 @@ def summary_table(
     decomposition: Sequence[dict],
     labels: Mapping[str, str | None],
     readouts: Sequence[str],
+    *,
     refined: Sequence[dict] = (),
     metrics: Sequence[dict] = (),
 ) -> pd.DataFrame:
