@@ -126,14 +126,15 @@ def test_sweep_decomposed_runs_are_the_sweeps_nets_where_n_train_at_most_d():
     assert fa.sweep_decomposed_runs(cfg, "fa") == []
 
 
-def test_sweep_decompose_needs_a_variant_where_it_is_defined():
+def test_sweep_decompose_is_where_it_is_defined_and_a_sweep_without_such_a_variant_is_valid():
+    # the default (true) decomposes where the decomposition is defined; a sweep with no
+    # such variant, or a model without one, is valid and decomposes nothing (the d-trend
+    # lambda claims then read not run, saying so), never a config error by default
     raw = _raw()
     raw["studies"]["fa"]["scaling"]["sweeps"] = {"d": [250, 500]}
-    with pytest.raises(ConfigError, match=r"studies\.fa\.scaling\.decompose: .*n_train <= d"):
-        _validate(raw)
-    raw["studies"]["fa"]["scaling"]["decompose"] = False  # the radius sweep alone is fine
-    assert _validate(raw)["studies"]["fa"]["scaling"]["decompose"] is False
-    assert _validate(_raw())["studies"]["fa"]["scaling"]["decompose"] is True  # the default
+    cfg = _validate(raw)
+    assert cfg["studies"]["fa"]["scaling"]["decompose"] is True  # the default
+    assert fa.sweep_decomposed_runs(cfg, "fa") == []
 
 
 def _curves(radius_of) -> pd.DataFrame:

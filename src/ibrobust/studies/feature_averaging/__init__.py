@@ -230,24 +230,6 @@ def _check_scaling(cfg: dict, st: dict, where: str) -> None:
             if integer and float(v) != int(v):
                 raise ConfigError(f"config key {at}: {key} must be an integer, got {v}")
             DATASETS.check_entry(dict(base, **{key: typed(base, key, v)}), at)
-    if sc["decompose"]:
-        _check_sweep_decomposable(cfg, st, where)
-
-
-def _check_sweep_decomposable(cfg: dict, st: dict, where: str) -> None:
-    sc = st["scaling"]
-    if not decomposed(cfg, st):
-        raise ConfigError(
-            f"config key {where}.decompose: true, but none of the study's models "
-            f"{st['models']} has a lambda decomposition (set it to false)"
-        )
-    entries = _sweep_entries(cfg, sc)
-    if not any(decomposable(e) for e in entries.values()):
-        raise ConfigError(
-            f"config key {where}.decompose: true, but no dataset of the sweeps "
-            f"{sorted(entries)} has n_train <= d, which the lambda decomposition needs "
-            "(set it to false)"
-        )
 
 
 def _check_decomposable(ds: dict, where: str) -> None:
