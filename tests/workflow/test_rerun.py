@@ -189,6 +189,7 @@ LIBRARY_EDITS = {
     "attacks/pgd.py": Counter(
         attack=10,
         attack_readouts_fa=5,
+        fa_refine=7,  # the refined radii bisect with the same attacks (rule fa_refine)
         fa_figures=1,
         fa_scaling_figure=1,
         fa_margin_gradient=1,
@@ -205,6 +206,7 @@ LIBRARY_EDITS = {
         decompose=6,
         attack=5,
         attack_readouts_fa=5,
+        fa_refine=7,  # the 2-class trained nets' refined radii: main 2 x 2 + scaling 3
         fa_figures=1,
         fa_lambda_figure=1,
         fa_scaling_figure=1,
