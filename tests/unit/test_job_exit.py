@@ -17,11 +17,11 @@ SCRIPT = """
 import atexit, sys, types
 from _job import Job
 atexit.register(print, "teardown ran")  # stands for torch's exit handlers (registered earlier)
-smk = types.SimpleNamespace(
+snakemake = types.SimpleNamespace(  # the name Snakemake gives it in a script
     rule="probe", wildcards={{"seed": "0"}}, threads=1, log=[sys.argv[1]],
     params={{"code": "h"}}, output=[sys.argv[1] + ".out"],
 )
-with Job(smk) as job:
+with Job(snakemake) as job:
     {inside}
 print("stdout kept", flush=False)
 {after}
@@ -81,3 +81,21 @@ def test_no_workflow_script_calls_sys_exit():
                 }:
                     callers.append(script.name)
     assert callers == []
+
+
+def test_a_job_driven_inside_another_program_leaves_its_exit_status_alone(tmp_path):
+    # pytest drives Jobs in its own process: the fast exit after a clean block is a job
+    # script's alone (its main module holds ``snakemake``), or a failed test run exits 0
+    log = tmp_path / "probe.log"
+    script = SCRIPT.replace("snakemake = types", "smk = types").replace(
+        "Job(snakemake)", "Job(smk)"
+    )
+    code = script.format(inside="pass", after="raise SystemExit(5)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(SCRIPTS)])}
+    for var in ("IBROBUST_PARENT_RECORD", "IBROBUST_INVOCATION"):
+        env.pop(var, None)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(log)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 5, proc.stderr
+    assert "teardown ran" in proc.stdout  # the interpreter's normal exit
