@@ -110,3 +110,14 @@ def test_every_claims_rule_history_is_that_of_its_claim_file():
     for cid, pkg in package.items():
         pkg_dir = REPO / "src" / pkg
         assert (pkg_dir / "claims.yaml").is_file() or (pkg_dir / "claims.py").is_file(), cid
+
+
+def test_claims_declared_after_their_number_was_visible_are_revised_after_the_result():
+    from ibrobust.ledger.prereg import SEEN_BEFORE_DECLARED
+
+    record = pd.read_csv(REPO / RECORD, keep_default_na=False).set_index("id")
+    assert set(SEEN_BEFORE_DECLARED) <= set(record.index)  # every listed id is a claim
+    for cid, where in SEEN_BEFORE_DECLARED.items():
+        assert record.loc[cid, "revised_after_result"] == "yes", cid
+        assert record.loc[cid, "known_then"] == where
+        assert "revised after the result" in revised_notes(REPO / RECORD)[cid]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from ibrobust.claims.verdicts import JUDGED
 from ibrobust.kinds import STUDIES
@@ -149,6 +150,12 @@ def _text(rules: frozenset[Rule]) -> str:
     return " | ".join(bounds)
 
 
+# claims declared after their number was visible (git shows no earlier rule for them)
+SEEN_BEFORE_DECLARED: dict[str, str] = yaml.safe_load(
+    (Path(__file__).with_name("seen_before_declared.yaml")).read_text()
+)
+
+
 def preregistration(config: Mapping, repo: Path) -> pd.DataFrame:
     """The record (:data:`RECORD_COLUMNS`), one row per claim id, in the config's order."""
     seen = history(repo)
@@ -179,6 +186,13 @@ def preregistration(config: Mapping, repo: Path) -> pd.DataFrame:
                 changed_in=" ".join(window.split()),
                 known_then=known[-1] if known else "",
                 revised_after_result="yes" if known else "no",
+            )
+        elif cid in SEEN_BEFORE_DECLARED:  # a new claim whose number was already visible
+            row |= dict(
+                rule_changed_after="its declaration",
+                previous_rule="none (a new claim)",
+                known_then=SEEN_BEFORE_DECLARED[cid],
+                revised_after_result="yes",
             )
         rows.append(row)
     return pd.DataFrame(rows, columns=RECORD_COLUMNS)
