@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from ibrobust.claims.core import NotRun, StudyContext
-from ibrobust.studies.feature_averaging.claims_radius import binary_strong_hi
+from ibrobust.studies.feature_averaging.claim_context import binary_strong_hi
 from ibrobust.studies.feature_averaging.measures import (
     falls_to,
     kclass_clean_accuracy,

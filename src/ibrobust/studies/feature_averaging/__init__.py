@@ -6,8 +6,9 @@ dataset keys (``scaling.sweeps``: the datasets ``<base>@<key>=<value>``, attack 
 ``scaling``).
 Rules: ``rules/fa.smk`` (+ the generic network rules).
 
-The study's code is this package: its planning and checks (here), :mod:`.claims` (+
-:mod:`.claims_scaling`), :mod:`.scaling` (the sweeps' table and slopes), :mod:`.tables` (the
+The study's code is this package: its planning and checks (here), :mod:`.claims` (its
+``claims.yaml``, with :mod:`.claim_context`, :mod:`.measures`, :mod:`.sweep_measures`),
+:mod:`.scaling` (the sweeps' table and slopes), :mod:`.tables` (the
 summary table), :mod:`.plots` (its figures) and :mod:`.margin_gradient_figure`. The math it reads is shared:
 :mod:`ibrobust.analysis.decomposition`, :mod:`~ibrobust.analysis.cosines`,
 :mod:`~ibrobust.analysis.margin_gradient`, :mod:`~ibrobust.analysis.robustness`."""
