@@ -273,6 +273,24 @@ def test_gap_difference_is_mean_over_n_of_draw_means():
         gap_difference(_tidy(vals), "gd", "sd")
 
 
+def test_gap_difference_counts_the_pairs_with_a_run_at_its_cap_and_the_heatmap_marks_them():
+    vals = {("gd", 8, 0): 0.5, ("cd", 8, 0): 0.1, ("gd", 8, 1): 0.3, ("cd", 8, 1): 0.1,
+            ("gd", 16, 0): 0.2, ("cd", 16, 0): 0.0, ("gd", 16, 1): 0.2, ("cd", 16, 1): 0.0}  # fmt: skip
+    df = _tidy(vals)
+    # CD at (8, 1) and both at (16, 0) stopped at the cap: two open (n, draw) pairs
+    open_ = {("cd", 8, 1), ("gd", 16, 0), ("cd", 16, 0)}
+    keys = zip(df.optimizer, df.n, df.draw, strict=True)
+    df["converged"] = [k not in open_ for k in keys]
+    t = gap_difference(df, "gd", "cd")
+    assert t.unconverged_pairs.iloc[0] == 2
+    assert t.difference.iloc[0] == pytest.approx(0.25)  # still every pair: (0.3 + 0.2) / 2
+    fig = gap_difference_heatmap(t, {"ds": "dense"}, first="gd", second="cd")
+    texts = [x.get_text() for x in fig.axes[0].texts]
+    assert "*2" in texts and "iteration cap" in fig.axes[0].get_title()
+    plt.close(fig)
+    assert "unconverged_pairs" not in gap_difference(_tidy(vals), "gd", "cd")
+
+
 def test_gap_difference_table_labels_the_gap_and_the_pair():
     vals = {("gd", 8, 0): 0.5, ("cd", 8, 0): 0.1, ("gd", 16, 0): 0.2, ("cd", 16, 0): 0.0}
     t = gap_difference_table(_tidy(vals), "gd", "cd", "robust")

@@ -140,7 +140,8 @@ def gap_difference_heatmap(
 
     ``table``: columns dataset, eps_fraction, difference (as from
     :func:`ibrobust.studies.price_linear.tables.gap_difference`). Positive (red) = the second
-    algorithm generalises better.
+    algorithm generalises better. A cell whose mean includes runs stopped at their iteration
+    cap (``unconverged_pairs`` > 0) is marked ``*`` with that count, said under the title.
     """
     set_style(style)
     datasets = [d for d in dataset_labels if d in set(table.dataset)]
@@ -161,16 +162,32 @@ def gap_difference_heatmap(
         yticklabels=[dataset_labels[d] for d in datasets],
         cbar_kws={"label": "points"},
     )
+    capped = _capped(table, datasets, mat.columns)
+    for (i, j), count in np.ndenumerate(capped):
+        if count > 0:
+            ax.text(j + 0.95, i + 0.1, f"*{count}", ha="right", va="top", fontsize=7, color=".3")
     ax.set_xlabel("eps / gamma* (0 = ERM)")
     ax.set_ylabel("")
     a, b = (labels or {}).get(first, first), (labels or {}).get(second, second)
     name = GAP_NAMES.get(gap, gap)
+    note = (
+        "\n*k: k (n, draw) pairs include a run stopped at its iteration cap" if capped.any() else ""
+    )
     ax.set_title(
-        f"mean over n of {name}({a}) - {name}({b})\n> 0: {b} generalises better",
+        f"mean over n of {name}({a}) - {name}({b})\n> 0: {b} generalises better{note}",
         fontsize=10,
     )
     fig.tight_layout()
     return fig
+
+
+def _capped(table: pd.DataFrame, datasets: list[str], fractions) -> np.ndarray:
+    """Per heatmap cell, its (n, draw) pairs with a run stopped at the cap (0 without the
+    table's ``unconverged_pairs``)."""
+    if "unconverged_pairs" not in table:
+        return np.zeros((len(datasets), len(fractions)), dtype=int)
+    mat = table.pivot(index="dataset", columns="eps_fraction", values="unconverged_pairs")
+    return mat.loc[datasets, list(fractions)].fillna(0).to_numpy(dtype=int)
 
 
 def cosine_vs_fraction(

@@ -65,7 +65,9 @@ def gap_difference(
     ``df`` is the tidy metrics table (columns dataset, optimizer, n, draw, eps_fraction and
     ``gap``). Differences are paired by draw (same training set), averaged over draws at
     each n, then over n (the paper's Fig. 2 right). Columns: dataset, eps_fraction,
-    difference, sd_over_n, n_values.
+    difference, sd_over_n, n_values, and with a ``converged`` column in ``df``
+    ``unconverged_pairs``: the (n, draw) pairs of the cell where either run stopped at its
+    iteration cap before the stopping loss (they are in the mean: the figure marks them).
     """
     for name in (first, second):
         if name not in set(df.optimizer):
@@ -78,6 +80,13 @@ def gap_difference(
     per_n = (wide[first] - wide[second]).groupby(level=["dataset", "eps_fraction", "n"]).mean()
     out = per_n.groupby(level=["dataset", "eps_fraction"]).agg(["mean", "std", "count"])
     out.columns = ["difference", "sd_over_n", "n_values"]
+    if "converged" in df:
+        conv = df.pivot_table(
+            index=["dataset", "eps_fraction", "n", "draw"], columns="optimizer",
+            values="converged", aggfunc="min",
+        )  # fmt: skip
+        open_ = ~(conv[first].astype(bool) & conv[second].astype(bool))
+        out["unconverged_pairs"] = open_.groupby(level=["dataset", "eps_fraction"]).sum()
     return out.reset_index()
 
 
