@@ -286,7 +286,7 @@ def test_gap_difference_counts_the_pairs_with_a_run_at_its_cap_and_the_heatmap_m
     assert t.difference.iloc[0] == pytest.approx(0.25)  # still every pair: (0.3 + 0.2) / 2
     fig = gap_difference_heatmap(t, {"ds": "dense"}, first="gd", second="cd")
     texts = [x.get_text() for x in fig.axes[0].texts]
-    assert "*2" in texts and "iteration cap" in fig.axes[0].get_title()
+    assert "+25.0 *2" in texts and "iteration cap" in fig.axes[0].get_title()
     plt.close(fig)
     assert "unconverged_pairs" not in gap_difference(_tidy(vals), "gd", "cd")
 

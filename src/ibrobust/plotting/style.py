@@ -106,12 +106,14 @@ def heatmap(
     yticklabels: Sequence[str] | bool | None = None,
     cbar: bool = True,
     cbar_kws: Mapping | None = None,
+    suffix=None,
 ):
     """Matrix ``data`` as cells [j, j+1] x [i, i+1] on ``ax``, row 0 on top (seaborn's
     layout, so callers draw lines at cell edges in data units); NaN cells are left blank.
     ``annot`` writes each value with ``fmt`` in its cell, dark on light cells and white on
     dark ones; ``cbar`` adds a colorbar (``cbar_kws`` go to ``Figure.colorbar``, e.g.
-    label). Returns the QuadMesh."""
+    label); ``suffix``, a matrix of strings like ``data``, is appended to each annotation
+    (e.g. a footnote mark). Returns the QuadMesh."""
     values = np.asarray(data, dtype=float)
     if values.ndim != 2:
         raise ValueError(f"heatmap data must be 2-D, got shape {values.shape}")
@@ -132,5 +134,6 @@ def heatmap(
         for (i, j), v in np.ndenumerate(values):
             if np.isfinite(v):
                 color = ".15" if light[i, j] else "w"
-                ax.text(j + 0.5, i + 0.5, format(v, fmt), color=color, ha="center", va="center")
+                text = format(v, fmt) + (str(suffix[i][j]) if suffix is not None else "")
+                ax.text(j + 0.5, i + 0.5, text, color=color, ha="center", va="center")
     return mesh

@@ -141,13 +141,14 @@ def gap_difference_heatmap(
     ``table``: columns dataset, eps_fraction, difference (as from
     :func:`ibrobust.studies.price_linear.tables.gap_difference`). Positive (red) = the second
     algorithm generalises better. A cell whose mean includes runs stopped at their iteration
-    cap (``unconverged_pairs`` > 0) is marked ``*`` with that count, said under the title.
+    cap (``unconverged_pairs`` > 0) is marked ``*k`` (k such pairs), said under the title.
     """
     set_style(style)
     datasets = [d for d in dataset_labels if d in set(table.dataset)]
     mat = table.pivot(index="dataset", columns="eps_fraction", values="difference").loc[datasets]
     vals = 100 * mat.to_numpy()
     vmax = float(np.nanmax(np.abs(vals))) if np.isfinite(vals).any() else 1.0
+    capped = _capped(table, datasets, mat.columns)
     fig, ax = plt.subplots(figsize=(1.1 * mat.shape[1] + 3.5, 0.6 * mat.shape[0] + 1.8))
     heatmap(
         vals,
@@ -161,11 +162,8 @@ def gap_difference_heatmap(
         xticklabels=[f"{f:g}" for f in mat.columns],
         yticklabels=[dataset_labels[d] for d in datasets],
         cbar_kws={"label": "points"},
+        suffix=[[f" *{c}" if c > 0 else "" for c in row] for row in capped],
     )
-    capped = _capped(table, datasets, mat.columns)
-    for (i, j), count in np.ndenumerate(capped):
-        if count > 0:
-            ax.text(j + 0.95, i + 0.1, f"*{count}", ha="right", va="top", fontsize=7, color=".3")
     ax.set_xlabel("eps / gamma* (0 = ERM)")
     ax.set_ylabel("")
     a, b = (labels or {}).get(first, first), (labels or {}).get(second, second)
