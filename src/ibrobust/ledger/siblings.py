@@ -20,7 +20,7 @@ import pandas as pd
 
 SEP = "__"  # sibling study name: <base>__<tag>
 REGISTRIES = ("datasets", "models", "optimizers", "attacks")  # names a study block refers to
-IGNORED = ("enabled", "plots")  # keys that never change a number
+IGNORED = ("enabled", "plots", "gap_difference")  # keys that never change a number (figures only)
 
 
 @dataclass(frozen=True)
