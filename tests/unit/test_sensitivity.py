@@ -231,6 +231,28 @@ def test_rows_of_one_claim_are_matched_by_their_order_in_the_study():
     assert list(out["setting_dependent"]) == [True, True]
 
 
+def test_the_table_shows_each_negative_row_its_own_siblings_readings():
+    """A weaker row that is not its claim's first row (fa.kclass_over_binary's argmax readout
+    after the sum readout) shows the siblings' rows of the same setting, not the first's."""
+    base = pd.DataFrame(
+        [
+            row("lin", "a", "holds", 0.0, -0.005, 0.005, setting="readout sum"),
+            row("lin", "a", "holds weaker", 0.02, 0.015, 0.025, setting="readout argmax"),
+        ]
+    )
+    sweep = pd.DataFrame(
+        [
+            row("lin__stop", "a", "holds", 0.001, -0.004, 0.006, setting="readout sum"),
+            row("lin__stop", "a", "holds weaker", 0.022, 0.016, 0.028, setting="readout argmax"),
+        ]
+    )
+    t = sv.sensitivity(base, sweep, SIBS)
+    md = sv.sensitivity_markdown(sv.annotate(base, t), t, sv.cost_table({}, {}))
+    (line,) = [x for x in md.splitlines() if "readout argmax" in x]
+    assert "holds weaker, 0.022 [0.016, 0.028] (n 4)" in line and "| same |" in line
+    assert "readout sum" not in md  # a holds row is not listed
+
+
 def test_the_cost_bound_scales_the_profile_by_the_cut_and_the_raised_cap():
     s = sv.sibling_of(CONFIG, "lin__stop")
     # 1 of 2 regimes x 1 of 4 draws x (20000 / 5000) steps

@@ -254,9 +254,8 @@ def sensitivity_markdown(
         "(base) | its reading | flips |",
         "|---" * 8 + "|",
     ]
-    neg = annotated[annotated["verdict"].isin(NEGATIVE)]
-    keyed = _keyed(neg)
-    for _, r in keyed.iterrows():
+    keyed = _keyed(annotated)  # a row's n-th among its id's rows in the whole ledger
+    for _, r in keyed[keyed["verdict"].isin(NEGATIVE)].iterrows():
         rows = table[
             (table["study"] == r["study"]) & (table["id"] == r["id"]) & (table["nth"] == r["_nth"])
         ]
