@@ -121,3 +121,21 @@ def test_claims_declared_after_their_number_was_visible_are_revised_after_the_re
         assert record.loc[cid, "revised_after_result"] == "yes", cid
         assert record.loc[cid, "known_then"] == where
         assert "revised after the result" in revised_notes(REPO / RECORD)[cid]
+
+
+def test_a_rewrite_with_the_number_known_marks_the_claim_revised():
+    """A definition rewritten (rule unchanged) after a committed ledger held the claim's
+    number: the commit joins changed_in and the row is revised after the result."""
+    from ibrobust.ledger import prereg
+
+    commit = next(iter(prereg.REWRITTEN_AFTER_RESULT))
+    cid = prereg.REWRITTEN_AFTER_RESULT[commit]["claims"][0]
+    held = prereg.Seen("abc1234", "docs/ledger/current.csv", True, {}, {cid: "holds 1 (s)"})
+    row = dict.fromkeys(prereg.RECORD_COLUMNS, "") | dict(
+        id=cid, rule="strong [0, 1], weak [0, 2]", revised_after_result="no"
+    )
+    out = prereg._rewritten(row, cid, {c: [held] for c in prereg.REWRITTEN_AFTER_RESULT})
+    assert out["revised_after_result"] == "yes" and commit in out["changed_in"].split()
+    assert out["known_then"] == "holds 1 (s) in docs/ledger/current.csv at abc1234"
+    untouched = prereg._rewritten(row, cid, {c: [] for c in prereg.REWRITTEN_AFTER_RESULT})
+    assert untouched["revised_after_result"] == "no"  # no ledger held it before the rewrite

@@ -156,10 +156,39 @@ SEEN_BEFORE_DECLARED: dict[str, str] = yaml.safe_load(
 )
 
 
+# commits that rewrote claim definitions, rules unchanged, after a ledger held their numbers
+REWRITTEN_AFTER_RESULT: dict[str, dict] = yaml.safe_load(
+    (Path(__file__).with_name("rewritten_after_result.yaml")).read_text()
+)
+
+
+def _rewritten(row: dict, cid: str, before: Mapping[str, list[Seen]]) -> dict:
+    """``row`` with the rewrites of :data:`REWRITTEN_AFTER_RESULT` that touched ``cid``: each
+    commit joins ``changed_in``; a row not yet revised becomes so where a ledger committed
+    before the rewrite (``before``: rewrite commit -> those ledgers) held the claim's number."""
+    commits = [c for c, e in REWRITTEN_AFTER_RESULT.items() if cid in e["claims"]]
+    known = [f"{s.numbers[cid]} in {s.file} at {s.commit}"
+             for c in commits for s in before[c] if cid in s.numbers]  # fmt: skip
+    if not commits or not known:
+        return row
+    changed = row["changed_in"].split()
+    row = row | dict(changed_in=" ".join(changed + [c for c in commits if c not in changed]))
+    if row["revised_after_result"] == "no":
+        what = "; ".join(REWRITTEN_AFTER_RESULT[c]["what"] for c in commits)
+        row |= dict(rule_changed_after=f"its definition's rewrite ({what})",
+                    previous_rule=row["rule"], known_then=known[-1],
+                    revised_after_result="yes")  # fmt: skip
+    return row
+
+
 def preregistration(config: Mapping, repo: Path) -> pd.DataFrame:
     """The record (:data:`RECORD_COLUMNS`), one row per claim id, in the config's order."""
     seen = history(repo)
     rules, forms, package = current_rules(config)
+    before = {}  # rewrite commit -> the committed ledgers that precede it
+    for c in REWRITTEN_AFTER_RESULT:
+        ancestors = {h[:7] for h in _git(repo, "rev-list", c).split()}
+        before[c] = [s for s in seen if s.commit[:7] in ancestors]
     rows = []
     for cid, now in rules.items():
         ruled = [(i, s) for i, s in enumerate(seen) if s.default and cid in s.rules]
@@ -194,7 +223,7 @@ def preregistration(config: Mapping, repo: Path) -> pd.DataFrame:
                 known_then=SEEN_BEFORE_DECLARED[cid],
                 revised_after_result="yes",
             )
-        rows.append(row)
+        rows.append(_rewritten(row, cid, before))
     return pd.DataFrame(rows, columns=RECORD_COLUMNS)
 
 
