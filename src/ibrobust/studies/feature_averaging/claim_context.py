@@ -54,12 +54,22 @@ def robust_order(k: int) -> float:
     return round(0.4 * math.sqrt(k), 3)
 
 
+def reference_order(k: int) -> float:
+    """The averaging net's order sqrt(d/k) in units of sqrt(d): 1/sqrt(k), rounded to 1e-3."""
+    return round(1 / math.sqrt(k), 3)
+
+
+def gradient_ratio(k: int) -> float:
+    """The theory's first-order distance ratio sqrt(k/8), rounded to 1e-3."""
+    return round(math.sqrt(k / 8), 3)
+
+
 def dataset_bounds(d: int, k: int) -> dict:
     """Every number Study FA's per-dataset claims take from d and k (their rules, derivations
     and scopes), by name."""
     hi, robust = binary_strong_hi(d, k), robust_order(k)
     ratio = math.sqrt(k / 2)
-    c = round(math.sqrt(k / 8), 3)
+    c = gradient_ratio(k)
     return dict(
         d=d, k=k,
         robust=robust,
@@ -74,8 +84,8 @@ def dataset_bounds(d: int, k: int) -> dict:
         readout_ratio=ratio,
         readout_lo=round(ratio * (1 - TOL), 2), readout_hi=round(ratio * (1 + TOL), 2),
         sum_cap=round(math.sqrt(2 * k / (k + 2)), 3),
-        inv_sqrt_k=1 / math.sqrt(k), inv_sqrt_k_rounded=round(1 / math.sqrt(k), 3),
-        reference_weak=min(0.4, round(1 / math.sqrt(k), 3)),
+        inv_sqrt_k=1 / math.sqrt(k), inv_sqrt_k_rounded=reference_order(k),
+        reference_weak=min(0.4, reference_order(k)),
         gradient_ratio=c,
         gradient_lo=round(c * (1 - TOL), 3), gradient_hi=round(c * (1 + TOL), 3),
         gradient_weak_lo=min(1.0, round(c * (1 - TOL), 3)),
@@ -139,7 +149,7 @@ def radius_scope(ctx: StudyContext, k: int, strong_hi: float) -> str | None:
 def reference_scope(ctx: StudyContext, k: int) -> str | None:
     """fa.reference_radius: the averaging net's order 1/sqrt(k) x sqrt(d) is below the
     construction's 0.4 only for k >= 7; at a smaller k the two orders cannot be told apart."""
-    weak = round(1 / math.sqrt(k), 3)
+    weak = reference_order(k)
     if weak < 0.4:
         return None
     return (
@@ -152,7 +162,7 @@ def reference_scope(ctx: StudyContext, k: int) -> str | None:
 def gradient_scope(ctx: StudyContext, k: int) -> str | None:
     """fa.gradient_per_margin: the derivation's ratio sqrt(k/8) less 10 % exceeds the
     direction's 1 only for k >= 10."""
-    c = round(math.sqrt(k / 8), 3)
+    c = gradient_ratio(k)
     if c * (1 - TOL) > 1.0:
         return None
     return (
